@@ -1,0 +1,306 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// ProfileName names a tuning profile. A VirtPlatformConfig is named after its profile.
+// +kubebuilder:validation:Enum=load-aware-rebalancing;virt-higher-density;platform-baseline
+type ProfileName string
+
+// The profiles this operator knows.
+const (
+	ProfileLoadAwareRebalancing ProfileName = "load-aware-rebalancing"
+	ProfileVirtHigherDensity    ProfileName = "virt-higher-density"
+	ProfilePlatformBaseline     ProfileName = "platform-baseline"
+)
+
+// Action is what the operator may do with the plan.
+// +kubebuilder:validation:Enum=DryRun;Apply;Ignore
+type Action string
+
+const (
+	// ActionDryRun drafts the plan and shows it in status; nothing outside the
+	// VirtPlatformConfig is written.
+	ActionDryRun Action = "DryRun"
+	// ActionApply executes the plan (the approval of the plan shown in status).
+	ActionApply Action = "Apply"
+	// ActionIgnore pauses all work on this config: no plan, no writes, no drift handling.
+	ActionIgnore Action = "Ignore"
+)
+
+// FailurePolicy decides what happens to the remaining items when one fails.
+// +kubebuilder:validation:Enum=Abort;Continue
+type FailurePolicy string
+
+const (
+	// FailurePolicyAbort stops at the first failed item; later items stay Pending.
+	FailurePolicyAbort FailurePolicy = "Abort"
+	// FailurePolicyContinue goes on with the next item; the config ends CompletedWithErrors.
+	FailurePolicyContinue FailurePolicy = "Continue"
+)
+
+// VirtPlatformConfigSpec is what the administrator asks for: a profile, its options, and
+// whether the plan may be executed.
+// +kubebuilder:validation:XValidation:rule="!has(self.options) || !has(self.options.loadAware) || self.profile == 'load-aware-rebalancing'",message="options.loadAware may only be set when spec.profile is load-aware-rebalancing"
+// +kubebuilder:validation:XValidation:rule="!has(self.options) || !has(self.options.virtHigherDensity) || self.profile == 'virt-higher-density'",message="options.virtHigherDensity may only be set when spec.profile is virt-higher-density"
+// +kubebuilder:validation:XValidation:rule="!has(self.options) || !has(self.options.platformBaseline) || self.profile == 'platform-baseline'",message="options.platformBaseline may only be set when spec.profile is platform-baseline"
+type VirtPlatformConfigSpec struct {
+	// profile selects the set of changes this config plans and applies. It cannot be
+	// changed: delete the config and create the one named after the other profile.
+	// +required
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.profile is immutable: delete this VirtPlatformConfig and create the one named after the other profile"
+	Profile ProfileName `json:"profile"`
+
+	// action is DryRun (draft and show the plan, change nothing), Apply (execute the plan
+	// shown in status) or Ignore (pause: no plan work, no writes, no drift handling).
+	// Changing only the action never redrafts the plan.
+	// +optional
+	// +kubebuilder:default=DryRun
+	Action Action `json:"action,omitempty"`
+
+	// approvedPlanHash pins the approval to one exact plan: when set, Apply executes only
+	// if it equals status.planHash; otherwise the config stays in ReviewRequired with
+	// reason ApprovalMismatch. Copy it from status.planHash after reviewing the diffs.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-f0-9]{64}$')",message="spec.approvedPlanHash must be the 64-character lowercase hex value of status.planHash"
+	ApprovedPlanHash string `json:"approvedPlanHash,omitempty"`
+
+	// failurePolicy decides what a failed item does to the rest of the plan: Abort stops
+	// (later items stay Pending, phase Failed); Continue goes on (phase CompletedWithErrors).
+	// +optional
+	// +kubebuilder:default=Abort
+	FailurePolicy FailurePolicy `json:"failurePolicy,omitempty"`
+
+	// bypassOptimisticLock is the aggressive mode: the plan is applied even when a target
+	// changed since review, and drift is corrected by re-applying, throttled per target.
+	// +optional
+	// +kubebuilder:default=false
+	BypassOptimisticLock bool `json:"bypassOptimisticLock,omitempty"`
+
+	// waitTimeout bounds how long one item may wait to become healthy after it is applied
+	// (for a MachineConfig: the rollout of its MachineConfigPool), between 1m and 168h,
+	// e.g. "90m". When unset the operator waits until the rollout finishes or degrades.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$') && duration(self) >= duration('1m') && duration(self) <= duration('168h')",message="spec.waitTimeout must be a duration between 1m and 168h, such as 45m or 2h30m"
+	WaitTimeout *metav1.Duration `json:"waitTimeout,omitempty"`
+
+	// options tunes the selected profile. Only the block named after spec.profile may be
+	// set; fields left out take their defaults.
+	// +optional
+	Options *ProfileOptions `json:"options,omitempty"`
+}
+
+// Phase is where a config is in its life cycle.
+// +kubebuilder:validation:Enum=Pending;Drafting;ReviewRequired;InProgress;Completed;CompletedWithErrors;CompletedWithUpgrade;Drifted;Failed;PrerequisiteFailed;Ignored
+type Phase string
+
+// The phases of a VirtPlatformConfig.
+const (
+	PhasePending              Phase = "Pending"
+	PhaseDrafting             Phase = "Drafting"
+	PhaseReviewRequired       Phase = "ReviewRequired"
+	PhaseInProgress           Phase = "InProgress"
+	PhaseCompleted            Phase = "Completed"
+	PhaseCompletedWithErrors  Phase = "CompletedWithErrors"
+	PhaseCompletedWithUpgrade Phase = "CompletedWithUpgrade"
+	PhaseDrifted              Phase = "Drifted"
+	PhaseFailed               Phase = "Failed"
+	PhasePrerequisiteFailed   Phase = "PrerequisiteFailed"
+	PhaseIgnored              Phase = "Ignored"
+)
+
+// ImpactSeverity rates the disruption of a change: Low (no workload effect), Medium
+// (components restart or workloads move), High (nodes reboot).
+// +kubebuilder:validation:Enum=Low;Medium;High
+type ImpactSeverity string
+
+// The impact severities, from least to most disruptive.
+const (
+	ImpactLow    ImpactSeverity = "Low"
+	ImpactMedium ImpactSeverity = "Medium"
+	ImpactHigh   ImpactSeverity = "High"
+)
+
+// ItemState is how far one plan item got.
+// +kubebuilder:validation:Enum=Pending;InProgress;Completed;Failed;Skipped
+type ItemState string
+
+// The states of a plan item.
+const (
+	ItemPending    ItemState = "Pending"
+	ItemInProgress ItemState = "InProgress"
+	ItemCompleted  ItemState = "Completed"
+	ItemFailed     ItemState = "Failed"
+	ItemSkipped    ItemState = "Skipped"
+)
+
+// Condition types. Exactly the conditions that hold are True; Ready is the summary.
+const (
+	ConditionDrafting           = "Drafting"
+	ConditionReviewRequired     = "ReviewRequired"
+	ConditionInProgress         = "InProgress"
+	ConditionCompleted          = "Completed"
+	ConditionDrifted            = "Drifted"
+	ConditionFailed             = "Failed"
+	ConditionPrerequisiteFailed = "PrerequisiteFailed"
+	ConditionIgnored            = "Ignored"
+	ConditionUpgradeAvailable   = "UpgradeAvailable"
+	ConditionReady              = "Ready"
+)
+
+// TargetReference identifies the object a plan item writes.
+type TargetReference struct {
+	// apiVersion of the target, e.g. operator.openshift.io/v1.
+	APIVersion string `json:"apiVersion"`
+	// kind of the target, e.g. KubeDescheduler.
+	Kind string `json:"kind"`
+	// name of the target.
+	Name string `json:"name"`
+	// namespace of the target; empty for cluster-scoped kinds.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// PlanItem is one change of the plan: one target object, what will be applied to it and
+// how far it got.
+type PlanItem struct {
+	// name identifies the item within the plan, e.g. enable-load-aware-descheduling.
+	Name string `json:"name"`
+	// targetRef is the object this item writes.
+	TargetRef TargetReference `json:"targetRef"`
+	// impactSeverity is the disruption applying this item causes.
+	// +optional
+	ImpactSeverity ImpactSeverity `json:"impactSeverity,omitempty"`
+	// diff is the unified diff between the live object and the server-side-apply dry-run
+	// of desiredState ("--- /dev/null" when the object will be created; "(no changes)"
+	// when it already matches).
+	// +optional
+	Diff string `json:"diff,omitempty"`
+	// desiredState is the exact object that is applied (server-side apply, field manager
+	// virt-advisor-operator): only the fields the operator manages.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:EmbeddedResource
+	DesiredState *runtime.RawExtension `json:"desiredState,omitempty"`
+	// managedFields lists the paths desiredState sets, e.g. spec.profiles. Drift and the
+	// optimistic lock look only at these.
+	// +optional
+	// +listType=atomic
+	ManagedFields []string `json:"managedFields,omitempty"`
+	// snapshotHash is the SHA-256 of the live values at managedFields when the plan was
+	// drafted; execution refuses the item if the target changed since.
+	// +optional
+	SnapshotHash string `json:"snapshotHash,omitempty"`
+	// state is how far this item got: Pending, InProgress (applied, waiting to become
+	// healthy), Completed, Failed or Skipped.
+	// +optional
+	State ItemState `json:"state,omitempty"`
+	// message explains the state in words: what will change, what is awaited, what failed
+	// and what to do about it.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// healthBaseline records what the target's health check compares against, taken just
+	// before the apply (for a MachineConfig: the rendered configuration each selecting
+	// MachineConfigPool targeted then), so a pool that was already updated proves nothing.
+	// +optional
+	HealthBaseline string `json:"healthBaseline,omitempty"`
+	// lastTransitionTime is when state last changed.
+	// +optional
+	LastTransitionTime *metav1.Time `json:"lastTransitionTime,omitempty"`
+}
+
+// VirtPlatformConfigStatus is what the operator planned, did and observes.
+type VirtPlatformConfigStatus struct {
+	// phase is where the config is in its life cycle.
+	// +optional
+	Phase Phase `json:"phase,omitempty"`
+	// observedGeneration is the metadata.generation the operator last acted on.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// conditions: Drafting, ReviewRequired, InProgress, Completed, Drifted, Failed,
+	// PrerequisiteFailed, Ignored, UpgradeAvailable, and the Ready summary (True iff the
+	// plan is completed and the targets are in sync).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +patchStrategy=merge
+	// +patchMergeKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+	// impactSeverity is the highest impact of the plan's items.
+	// +optional
+	ImpactSeverity ImpactSeverity `json:"impactSeverity,omitempty"`
+	// planHash is the SHA-256 of the plan's desired states and diffs; copy it into
+	// spec.approvedPlanHash to pin an approval to this exact plan.
+	// +optional
+	PlanHash string `json:"planHash,omitempty"`
+	// sourceSnapshotHash is the SHA-256 of the live values the plan would change (absent
+	// targets and fields included) when it was drafted: the optimistic lock.
+	// +optional
+	SourceSnapshotHash string `json:"sourceSnapshotHash,omitempty"`
+	// planSpecHash is the SHA-256 of the spec the plan was drafted from, leaving out
+	// action and approvedPlanHash: any other spec change redrafts the plan.
+	// +optional
+	PlanSpecHash string `json:"planSpecHash,omitempty"`
+	// operatorVersion is the version of the operator that drafted the plan.
+	// +optional
+	OperatorVersion string `json:"operatorVersion,omitempty"`
+	// appliedOptions are the profile options the plan was drafted with, defaults filled in.
+	// +optional
+	AppliedOptions *ProfileOptions `json:"appliedOptions,omitempty"`
+	// itemsSummary counts completed items against all items, e.g. 2/3.
+	// +optional
+	ItemsSummary string `json:"itemsSummary,omitempty"`
+	// items are the plan's changes, executed in this order.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Items []PlanItem `json:"items,omitempty"`
+}
+
+// VirtPlatformConfig turns on one tuning profile of OpenShift Virtualization safely: the
+// operator drafts a plan of server-side-apply changes with real diffs, executes it when
+// spec.action is Apply, and watches the targets for drift. Its name is its profile.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=vpc
+// +kubebuilder:printcolumn:name="Profile",type=string,JSONPath=`.spec.profile`
+// +kubebuilder:printcolumn:name="Action",type=string,JSONPath=`.spec.action`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Impact",type=string,JSONPath=`.status.impactSeverity`
+// +kubebuilder:printcolumn:name="Items",type=string,JSONPath=`.status.itemsSummary`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="self.metadata.name == self.spec.profile",message="metadata.name must equal spec.profile: there is one VirtPlatformConfig per profile, named after it"
+type VirtPlatformConfig struct {
+	metav1.TypeMeta `json:",inline"`
+	// metadata is the standard object metadata; the name must equal spec.profile.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired profile, its options and the action.
+	// +required
+	Spec VirtPlatformConfigSpec `json:"spec"`
+
+	// status is the plan and its progress.
+	// +optional
+	Status VirtPlatformConfigStatus `json:"status,omitempty"`
+}
+
+// VirtPlatformConfigList is a list of VirtPlatformConfig.
+// +kubebuilder:object:root=true
+type VirtPlatformConfigList struct {
+	metav1.TypeMeta `json:",inline"`
+	// metadata is the standard list metadata.
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// items are the configs.
+	Items []VirtPlatformConfig `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&VirtPlatformConfig{}, &VirtPlatformConfigList{})
+}

@@ -1,0 +1,140 @@
+// Command manager runs the virt advisor operator.
+package main
+
+import (
+	"crypto/tls"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+
+	_ "k8s.io/client-go/plugin/pkg/client/auth"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/kubevirt/virt-advisor-operator/internal/controller"
+	"github.com/kubevirt/virt-advisor-operator/internal/plan"
+	"github.com/kubevirt/virt-advisor-operator/internal/profiles"
+	"github.com/kubevirt/virt-advisor-operator/internal/profiles/loadaware"
+	"github.com/kubevirt/virt-advisor-operator/internal/version"
+)
+
+func main() {
+	var (
+		metricsAddr, probeAddr, leaderElectionNamespace, namespace string
+		enableLeaderElection, secureMetrics, enableHTTP2           bool
+		advertise, showVersion                                     bool
+	)
+	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "Address of the metrics endpoint (HTTPS with authentication and authorization unless --metrics-secure=false); 0 disables it.")
+	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz probes; 0 disables them.")
+	flag.BoolVar(&enableLeaderElection, "leader-elect", false, "Elect a leader, so that only one replica acts at a time.")
+	flag.StringVar(&leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election lease (default: the operator's namespace).")
+	flag.StringVar(&namespace, "namespace", os.Getenv("POD_NAMESPACE"), "The operator's own namespace (default: $POD_NAMESPACE, else the service account's).")
+	flag.BoolVar(&secureMetrics, "metrics-secure", true, "Serve metrics over HTTPS with authentication and authorization.")
+	flag.BoolVar(&enableHTTP2, "enable-http2", false, "Allow HTTP/2 on the metrics endpoint (off by default: HTTP/2 rapid reset).")
+	flag.BoolVar(&advertise, "advertise-profiles", true, "Create one VirtPlatformConfig with action Ignore per profile, so every profile shows in `kubectl get vpc`.")
+	flag.BoolVar(&showVersion, "version", false, "Print the version and exit.")
+	opts := zap.Options{Development: false}
+	opts.BindFlags(flag.CommandLine)
+	flag.Parse()
+
+	if showVersion {
+		fmt.Println(version.Version)
+		return
+	}
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
+	log := ctrl.Log.WithName("setup")
+	if err := run(runOptions{
+		metricsAddr: metricsAddr, probeAddr: probeAddr, leaderElection: enableLeaderElection,
+		leaderElectionNamespace: leaderElectionNamespace, namespace: operatorNamespace(namespace),
+		secureMetrics: secureMetrics, enableHTTP2: enableHTTP2, advertise: advertise,
+	}); err != nil {
+		log.Error(err, "the manager stopped")
+		os.Exit(1)
+	}
+}
+
+type runOptions struct {
+	metricsAddr, probeAddr, leaderElectionNamespace, namespace string
+	leaderElection, secureMetrics, enableHTTP2, advertise      bool
+}
+
+func run(o runOptions) error {
+	log := ctrl.Log.WithName("setup")
+	log.Info("starting", "version", version.Version)
+
+	registry, err := profiles.NewRegistry(loadaware.New())
+	if err != nil {
+		return err
+	}
+
+	var tlsOpts []func(*tls.Config)
+	if !o.enableHTTP2 {
+		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
+	}
+	metricsOpts := metricsserver.Options{BindAddress: o.metricsAddr, SecureServing: o.secureMetrics, TLSOpts: tlsOpts}
+	if o.secureMetrics {
+		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	leaseNamespace := o.leaderElectionNamespace
+	if leaseNamespace == "" {
+		leaseNamespace = o.namespace
+	}
+
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+		Scheme:                  controller.NewScheme(),
+		Metrics:                 metricsOpts,
+		HealthProbeBindAddress:  o.probeAddr,
+		LeaderElection:          o.leaderElection,
+		LeaderElectionID:        "virt-advisor-operator.advisor.kubevirt.io",
+		LeaderElectionNamespace: leaseNamespace,
+		Cache:                   controller.CacheOptions(),
+	})
+	if err != nil {
+		return fmt.Errorf("create the manager: %w", err)
+	}
+
+	reconciler := &controller.VirtPlatformConfigReconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Profiles:  registry,
+		Engine:    &plan.Engine{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient()},
+		Recorder:  mgr.GetEventRecorder("virt-advisor-operator"),
+		Version:   version.Version,
+	}
+	if err := reconciler.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("set up the controller: %w", err)
+	}
+	if o.advertise {
+		if o.namespace == "" {
+			log.Info("not advertising profiles: the operator's namespace is unknown (set --namespace or POD_NAMESPACE)")
+		} else if err := mgr.Add(&controller.ProfileAdvertiser{
+			Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Profiles: registry,
+			Namespace: o.namespace, Log: ctrl.Log.WithName("advertiser"),
+		}); err != nil {
+			return err
+		}
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return err
+	}
+	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// operatorNamespace is the flag's value, else the namespace of the pod's service account.
+func operatorNamespace(flagValue string) string {
+	if flagValue != "" {
+		return flagValue
+	}
+	data, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(data))
+}

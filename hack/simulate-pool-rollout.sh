@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Plays the Machine Config Operator for one MachineConfigPool on a cluster that has none
+# (the demo and the tests): renders the MachineConfigs the pool selects into
+# rendered-<pool>-<hash>, points the pool at it and reports the pool Updated on it, as the
+# real operator does once every node has rebooted into the new configuration.
+#
+#   simulate-pool-rollout.sh POOL                     roll out and report Updated
+#   simulate-pool-rollout.sh POOL --degrade MESSAGE   report the pool Degraded instead
+#
+# Uses $KUBECTL (default: kubectl) and the current kubeconfig.
+set -euo pipefail
+
+KUBECTL=${KUBECTL:-kubectl}
+MACHINES=${MACHINES:-3}
+pool=${1:?usage: simulate-pool-rollout.sh POOL [--degrade MESSAGE]}
+degrade=""
+if [[ ${2:-} == --degrade ]]; then
+	degrade=${3:?--degrade needs a message}
+fi
+
+k() { "$KUBECTL" "$@"; }
+now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+
+if [[ -n $degrade ]]; then
+	gen=$(k get mcp "$pool" -o jsonpath='{.metadata.generation}')
+	msg=${degrade//\"/\\\"}
+	k patch mcp "$pool" --subresource=status --type=merge -p "{\"status\":{\"observedGeneration\":$gen,
+		\"conditions\":[
+		{\"type\":\"Updated\",\"status\":\"False\",\"reason\":\"\",\"message\":\"\",\"lastTransitionTime\":\"$now\"},
+		{\"type\":\"Updating\",\"status\":\"True\",\"reason\":\"\",\"message\":\"\",\"lastTransitionTime\":\"$now\"},
+		{\"type\":\"Degraded\",\"status\":\"True\",\"reason\":\"NodeDegraded\",\"message\":\"$msg\",\"lastTransitionTime\":\"$now\"}]}}" >/dev/null
+	echo "MachineConfigPool $pool reported Degraded: $degrade"
+	exit 0
+fi
+
+role=$(k get mcp "$pool" -o jsonpath='{.spec.machineConfigSelector.matchLabels.machineconfiguration\.openshift\.io/role}')
+mapfile -t configs < <(k get mc -l "machineconfiguration.openshift.io/role=$role" \
+	-o jsonpath='{range .items[*]}{.metadata.name}{"\n"}{end}' | grep -v '^rendered-' | sort)
+
+fingerprint=""
+kargs=()
+source_refs=()
+for mc in "${configs[@]}"; do
+	fingerprint+="$(k get mc "$mc" -o jsonpath='{.metadata.name}{" "}{.spec}')"$'\n'
+	read -r -a args <<<"$(k get mc "$mc" -o jsonpath='{.spec.kernelArguments[*]}')"
+	kargs+=("${args[@]}")
+	source_refs+=("{\"apiVersion\":\"machineconfiguration.openshift.io/v1\",\"kind\":\"MachineConfig\",\"name\":\"$mc\"}")
+done
+rendered="rendered-$pool-$(printf '%s' "$fingerprint" | sha256sum | cut -c1-12)"
+join() { local IFS=,; echo "$*"; }
+karg_json=()
+for a in "${kargs[@]}"; do karg_json+=("\"$a\""); done
+
+k apply -f - >/dev/null <<YAML
+apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfig
+metadata:
+  name: $rendered
+  labels: {machineconfiguration.openshift.io/role: $role}
+spec:
+  config: {ignition: {version: 3.2.0}}
+  kernelArguments: [$(join "${karg_json[@]}")]
+YAML
+
+configuration="{\"name\":\"$rendered\",\"source\":[$(join "${source_refs[@]}")]}"
+k patch mcp "$pool" --type=merge -p "{\"spec\":{\"configuration\":$configuration}}" >/dev/null
+gen=$(k get mcp "$pool" -o jsonpath='{.metadata.generation}')
+k patch mcp "$pool" --subresource=status --type=merge -p "{\"status\":{\"observedGeneration\":$gen,
+	\"configuration\":$configuration,
+	\"machineCount\":$MACHINES,\"updatedMachineCount\":$MACHINES,\"readyMachineCount\":$MACHINES,
+	\"unavailableMachineCount\":0,\"degradedMachineCount\":0,
+	\"conditions\":[
+	{\"type\":\"Updated\",\"status\":\"True\",\"reason\":\"\",\"message\":\"All nodes are updated with $rendered\",\"lastTransitionTime\":\"$now\"},
+	{\"type\":\"Updating\",\"status\":\"False\",\"reason\":\"\",\"message\":\"\",\"lastTransitionTime\":\"$now\"},
+	{\"type\":\"Degraded\",\"status\":\"False\",\"reason\":\"\",\"message\":\"\",\"lastTransitionTime\":\"$now\"}]}}" >/dev/null
+echo "MachineConfigPool $pool rolled out $rendered (${#configs[@]} MachineConfigs: ${configs[*]:-none})"

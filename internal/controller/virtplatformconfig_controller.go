@@ -1,0 +1,266 @@
+// Package controller holds the VirtPlatformConfig state machine: it decides when a plan is
+// drafted, reviewed, executed, watched for drift and redrafted. Building desired states
+// is the profiles' job and diffing, hashing and applying the plan engine's; this package
+// only sequences them and reports every decision in status and Events.
+package controller
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
+	"github.com/kubevirt/virt-advisor-operator/internal/metrics"
+	"github.com/kubevirt/virt-advisor-operator/internal/plan"
+	"github.com/kubevirt/virt-advisor-operator/internal/profiles"
+)
+
+const (
+	// defaultHealthPollInterval is how often a waiting item's health is checked.
+	defaultHealthPollInterval = 10 * time.Second
+	// prerequisiteRecheck is how often a config whose prerequisites are missing looks
+	// again, besides reacting to CRD events.
+	prerequisiteRecheck = 5 * time.Minute
+	// nextStep requeues right away to take the next step after persisting this one.
+	nextStep = 50 * time.Millisecond
+)
+
+// VirtPlatformConfigReconciler runs the state machine of VirtPlatformConfigs.
+type VirtPlatformConfigReconciler struct {
+	// Client writes status; its reads come from the cache.
+	Client client.Client
+	// APIReader reads uncached: the config at the start of each reconcile (so a
+	// requeue never acts on a status older than the last write) and every target.
+	APIReader client.Reader
+	// Profiles are the profiles this operator ships.
+	Profiles *profiles.Registry
+	// Engine drafts and applies plans.
+	Engine *plan.Engine
+	// Recorder records an Event for every transition and decision.
+	Recorder events.EventRecorder
+	// Version is the operator version recorded in status.operatorVersion.
+	Version string
+	// HealthPollInterval is how often a waiting item is checked; 0 means 10s.
+	HealthPollInterval time.Duration
+	// DriftThrottle limits drift corrections in aggressive mode; nil means 5 per minute
+	// per target.
+	DriftThrottle *DriftThrottle
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+
+	watches *targetWatches
+}
+
+// +kubebuilder:rbac:groups=advisor.kubevirt.io,resources=virtplatformconfigs,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups=advisor.kubevirt.io,resources=virtplatformconfigs/status,verbs=get;patch
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=operator.openshift.io,resources=kubedeschedulers,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigs,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigpools,verbs=get;list;watch
+// +kubebuilder:rbac:groups=hco.kubevirt.io,resources=hyperconvergeds,verbs=get;list;watch
+
+// Reconcile takes the config one step through its state machine and writes its status
+// at most once, only when it changed.
+func (r *VirtPlatformConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	vpc := &advisorv1alpha1.VirtPlatformConfig{}
+	if err := r.APIReader.Get(ctx, req.NamespacedName, vpc); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.Name)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("read VirtPlatformConfig %s: %w", req.Name, err)
+	}
+	if !vpc.DeletionTimestamp.IsZero() {
+		// Deleting a config leaves its targets as they are: it never owned them.
+		r.forget(req.Name)
+		return ctrl.Result{}, nil
+	}
+	s := r.newScope(ctx, vpc)
+	result, err := r.step(ctx, s)
+	if perr := r.persist(ctx, s, err == nil); perr != nil {
+		return ctrl.Result{}, perr
+	}
+	return result, err
+}
+
+// step dispatches on the phase. Every path ends in exactly one phase.
+func (r *VirtPlatformConfigReconciler) step(ctx context.Context, s *scope) (ctrl.Result, error) {
+	st := &s.vpc.Status
+	if s.vpc.Spec.Action == advisorv1alpha1.ActionIgnore {
+		return r.ignore(s)
+	}
+	switch st.Phase {
+	case "":
+		s.setPhase(advisorv1alpha1.PhasePending, "Created", "drafting the plan")
+	case advisorv1alpha1.PhaseIgnored:
+		s.setPhase(advisorv1alpha1.PhasePending, "Resumed",
+			fmt.Sprintf("spec.action is %s again: drafting a fresh plan", s.vpc.Spec.Action))
+	}
+	if s.profile == nil {
+		s.clearPlan()
+		s.vpc.Status.PlanSpecHash = s.specHash
+		s.setPhase(advisorv1alpha1.PhaseFailed, "UnknownProfile", fmt.Sprintf(
+			"this operator version does not implement profile %s: upgrade the virt advisor operator", s.vpc.Spec.Profile))
+		return ctrl.Result{}, nil
+	}
+	// Rule 1: any spec change other than action and approvedPlanHash redrafts the plan,
+	// whatever the phase, so a stale plan is never executed.
+	if st.Phase == advisorv1alpha1.PhasePending || st.Phase == advisorv1alpha1.PhaseDrafting || st.PlanSpecHash != s.specHash {
+		reason, msg := "SpecChanged", "the spec changed: drafting a fresh plan"
+		if st.Phase == advisorv1alpha1.PhasePending {
+			reason, msg = "Drafting", "drafting the plan"
+		}
+		return r.draft(ctx, s, reason, msg, false)
+	}
+	switch st.Phase {
+	case advisorv1alpha1.PhasePrerequisiteFailed:
+		return r.draft(ctx, s, "PrerequisitesRechecked", "checking the prerequisites again", false)
+	case advisorv1alpha1.PhaseReviewRequired:
+		return r.review(ctx, s)
+	case advisorv1alpha1.PhaseInProgress:
+		return r.execute(ctx, s)
+	case advisorv1alpha1.PhaseFailed:
+		return r.retry(ctx, s)
+	case advisorv1alpha1.PhaseCompleted, advisorv1alpha1.PhaseCompletedWithErrors,
+		advisorv1alpha1.PhaseCompletedWithUpgrade, advisorv1alpha1.PhaseDrifted:
+		return r.watchCompleted(ctx, s)
+	}
+	return ctrl.Result{}, nil
+}
+
+// persist finishes the status (observed generation, conditions, summary), writes it with
+// one merge patch if it changed, records the Events of the transitions and updates the
+// metrics. A failed step does not advance observedGeneration, so the next attempt still
+// sees the spec change as new.
+func (r *VirtPlatformConfigReconciler) persist(ctx context.Context, s *scope, stepSucceeded bool) error {
+	vpc := s.vpc
+	if stepSucceeded {
+		vpc.Status.ObservedGeneration = vpc.Generation
+	}
+	reason, message := s.reason, s.message
+	if !s.phaseSet {
+		reason, message = phaseReason(s.before)
+	}
+	syncConditions(vpc, reason, message)
+	summarize(&vpc.Status)
+	if !equality.Semantic.DeepEqual(s.before.Status, vpc.Status) {
+		if err := r.Client.Status().Patch(ctx, vpc, client.MergeFrom(s.before)); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return fmt.Errorf("patch status of VirtPlatformConfig %s: %w", vpc.Name, err)
+		}
+	}
+	s.recordEvents(r.Recorder)
+	r.watches.track(vpc.Name, vpc.Status.Items)
+	metrics.Observe(vpc)
+	return nil
+}
+
+func (r *VirtPlatformConfigReconciler) forget(name string) {
+	r.watches.forget(name)
+	r.throttle().forget(name)
+	metrics.Forget(name)
+}
+
+func (r *VirtPlatformConfigReconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+func (r *VirtPlatformConfigReconciler) pollInterval() time.Duration {
+	if r.HealthPollInterval > 0 {
+		return r.HealthPollInterval
+	}
+	return defaultHealthPollInterval
+}
+
+func (r *VirtPlatformConfigReconciler) throttle() *DriftThrottle {
+	if r.DriftThrottle == nil {
+		r.DriftThrottle = NewDriftThrottle(5, time.Minute, 3)
+	}
+	return r.DriftThrottle
+}
+
+// SetupWithManager registers the controller. Only spec, label and annotation changes of
+// a config start a reconcile (its own status writes do not); CRDs the profiles depend on
+// wake every config; targets are watched as plans name them (see targetWatches).
+func (r *VirtPlatformConfigReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.throttle()
+	watchedCRDs := map[string]bool{}
+	for _, p := range r.Profiles.All() {
+		for _, crd := range p.WatchedCRDs() {
+			watchedCRDs[crd] = true
+		}
+	}
+	c, err := ctrl.NewControllerManagedBy(mgr).
+		For(&advisorv1alpha1.VirtPlatformConfig{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
+		WatchesMetadata(CRDMetadata(), handler.EnqueueRequestsFromMapFunc(r.allConfigs),
+			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool { return watchedCRDs[o.GetName()] }))).
+		Named("virtplatformconfig").
+		Build(r)
+	if err != nil {
+		return err
+	}
+	r.watches = newTargetWatches(c, mgr.GetCache(), mgr.GetRESTMapper(), mgr.GetLogger().WithName("target-watches"))
+	return nil
+}
+
+// CRDMetadata is the metadata-only object the controller watches CRDs with.
+func CRDMetadata() *metav1.PartialObjectMetadata {
+	o := &metav1.PartialObjectMetadata{}
+	o.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+	return o
+}
+
+// allConfigs wakes every config: a CRD appeared, changed or went away.
+func (r *VirtPlatformConfigReconciler) allConfigs(ctx context.Context, _ client.Object) []reconcile.Request {
+	list := &advisorv1alpha1.VirtPlatformConfigList{}
+	if err := r.Client.List(ctx, list); err != nil {
+		logf.FromContext(ctx).Error(err, "list VirtPlatformConfigs for a CRD event")
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for _, vpc := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&vpc)})
+	}
+	return out
+}
+
+// planSpecHash hashes the spec fields a plan depends on: everything but action and
+// approvedPlanHash, with the options defaulted so spelling out a default is no change.
+func planSpecHash(spec advisorv1alpha1.VirtPlatformConfigSpec, opts *advisorv1alpha1.ProfileOptions) string {
+	relevant := struct {
+		Profile              advisorv1alpha1.ProfileName     `json:"profile"`
+		FailurePolicy        advisorv1alpha1.FailurePolicy   `json:"failurePolicy"`
+		BypassOptimisticLock bool                            `json:"bypassOptimisticLock"`
+		WaitTimeout          *metav1.Duration                `json:"waitTimeout"`
+		Options              *advisorv1alpha1.ProfileOptions `json:"options"`
+	}{spec.Profile, spec.FailurePolicy, spec.BypassOptimisticLock, spec.WaitTimeout, opts}
+	raw, err := json.Marshal(relevant)
+	if err != nil {
+		panic(fmt.Sprintf("encode spec: %v", err))
+	}
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:])
+}

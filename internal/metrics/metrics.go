@@ -1,0 +1,118 @@
+// Package metrics exposes the operator's Prometheus metrics (prefix virt_advisor_) on the
+// controller-runtime registry, which the manager serves on its secure metrics endpoint.
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
+)
+
+var (
+	configPhase = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "virt_advisor_config_phase",
+		Help: "1 for the phase each VirtPlatformConfig is in, 0 for the others.",
+	}, []string{"name", "profile", "phase"})
+
+	configCondition = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "virt_advisor_config_condition",
+		Help: "1 for the status each condition of a VirtPlatformConfig has, 0 for the others.",
+	}, []string{"name", "profile", "type", "status"})
+
+	planItems = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "virt_advisor_plan_items",
+		Help: "Number of plan items of a VirtPlatformConfig in each state.",
+	}, []string{"name", "profile", "state"})
+
+	driftDetected = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "virt_advisor_drift_detected_total",
+		Help: "Times a completed VirtPlatformConfig was found drifted from its plan.",
+	})
+
+	applyTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "virt_advisor_apply_total",
+		Help: "Real server-side applies of plan items, by result (success or failure).",
+	}, []string{"result"})
+
+	applyDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "virt_advisor_apply_duration_seconds",
+		Help:    "Time from the apply of a plan item until it is healthy or failed (MachineConfig items include the pool rollout).",
+		Buckets: []float64{0.1, 1, 10, 60, 300, 900, 1800, 3600, 7200, 14400},
+	})
+
+	throttled = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "virt_advisor_throttled_total",
+		Help: "Drift corrections held back by the per-target rate limit.",
+	})
+)
+
+func init() {
+	metrics.Registry.MustRegister(configPhase, configCondition, planItems, driftDetected, applyTotal, applyDuration, throttled)
+}
+
+var (
+	allPhases = []advisorv1alpha1.Phase{
+		advisorv1alpha1.PhasePending, advisorv1alpha1.PhaseDrafting, advisorv1alpha1.PhaseReviewRequired,
+		advisorv1alpha1.PhaseInProgress, advisorv1alpha1.PhaseCompleted, advisorv1alpha1.PhaseCompletedWithErrors,
+		advisorv1alpha1.PhaseCompletedWithUpgrade, advisorv1alpha1.PhaseDrifted, advisorv1alpha1.PhaseFailed,
+		advisorv1alpha1.PhasePrerequisiteFailed, advisorv1alpha1.PhaseIgnored,
+	}
+	allItemStates = []advisorv1alpha1.ItemState{
+		advisorv1alpha1.ItemPending, advisorv1alpha1.ItemInProgress, advisorv1alpha1.ItemCompleted,
+		advisorv1alpha1.ItemFailed, advisorv1alpha1.ItemSkipped,
+	}
+	conditionStatuses = []string{"True", "False", "Unknown"}
+)
+
+// Observe sets the gauges of one config from its status.
+func Observe(vpc *advisorv1alpha1.VirtPlatformConfig) {
+	name, profile := vpc.Name, string(vpc.Spec.Profile)
+	for _, p := range allPhases {
+		configPhase.WithLabelValues(name, profile, string(p)).Set(oneIf(vpc.Status.Phase == p))
+	}
+	for _, c := range vpc.Status.Conditions {
+		for _, s := range conditionStatuses {
+			configCondition.WithLabelValues(name, profile, c.Type, s).Set(oneIf(string(c.Status) == s))
+		}
+	}
+	counts := map[advisorv1alpha1.ItemState]int{}
+	for _, it := range vpc.Status.Items {
+		counts[it.State]++
+	}
+	for _, s := range allItemStates {
+		planItems.WithLabelValues(name, profile, string(s)).Set(float64(counts[s]))
+	}
+}
+
+// Forget removes the series of a deleted config.
+func Forget(name string) {
+	for _, v := range []*prometheus.GaugeVec{configPhase, configCondition, planItems} {
+		v.DeletePartialMatch(prometheus.Labels{"name": name})
+	}
+}
+
+// DriftDetected counts a config found drifted.
+func DriftDetected() { driftDetected.Inc() }
+
+// Applied counts a real apply by its result.
+func Applied(success bool) {
+	if success {
+		applyTotal.WithLabelValues("success").Inc()
+		return
+	}
+	applyTotal.WithLabelValues("failure").Inc()
+}
+
+// ItemSettled records the time from an item's apply until it became healthy or failed.
+func ItemSettled(seconds float64) { applyDuration.Observe(seconds) }
+
+// Throttled counts a drift correction held back by the rate limit.
+func Throttled() { throttled.Inc() }
+
+func oneIf(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

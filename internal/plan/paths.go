@@ -1,0 +1,91 @@
+package plan
+
+import (
+	"regexp"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// FieldPath is the path of one field inside an object, as its map keys from the root.
+type FieldPath []string
+
+var plainSegment = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
+
+// String renders the path the way status.items[].managedFields shows it:
+// dotted keys, with keys that are not plain identifiers quoted in brackets,
+// e.g. metadata.labels["advisor.kubevirt.io/managed-by"].
+func (p FieldPath) String() string {
+	var b strings.Builder
+	for i, seg := range p {
+		if plainSegment.MatchString(seg) {
+			if i > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(seg)
+			continue
+		}
+		b.WriteString(`["`)
+		b.WriteString(strings.ReplaceAll(seg, `"`, `\"`))
+		b.WriteString(`"]`)
+	}
+	return b.String()
+}
+
+// identityPaths are set on every desired object but only name the target; they are not
+// managed values.
+var identityPaths = map[string]bool{
+	"apiVersion":         true,
+	"kind":               true,
+	"metadata.name":      true,
+	"metadata.namespace": true,
+}
+
+// ManagedPaths lists the leaf paths a desired object sets, sorted. A leaf is a scalar, a
+// list (lists are compared whole) or an empty map (an explicit {} is a value of its own).
+func ManagedPaths(desired *unstructured.Unstructured) []FieldPath {
+	var out []FieldPath
+	var walk func(prefix FieldPath, v any)
+	walk = func(prefix FieldPath, v any) {
+		m, ok := v.(map[string]any)
+		if !ok || (len(m) == 0 && len(prefix) > 0) {
+			p := append(FieldPath(nil), prefix...)
+			if !identityPaths[p.String()] {
+				out = append(out, p)
+			}
+			return
+		}
+		for k, child := range m {
+			walk(append(prefix, k), child)
+		}
+	}
+	walk(nil, desired.Object)
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
+}
+
+// valueAt returns the value at path in obj and whether it is there.
+func valueAt(obj map[string]any, path FieldPath) (any, bool) {
+	var cur any = obj
+	for _, seg := range path {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		cur, ok = m[seg]
+		if !ok {
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+// PathStrings renders paths for status.
+func PathStrings(paths []FieldPath) []string {
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		out[i] = p.String()
+	}
+	return out
+}

@@ -1,0 +1,98 @@
+// Package profiles defines what a tuning profile is and keeps the registry of the
+// profiles this operator ships. Each profile lives in its own package under
+// internal/profiles/ and registers itself from cmd/; the controller only sees this
+// interface, so adding a profile touches no controller code.
+package profiles
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
+	"github.com/kubevirt/virt-advisor-operator/internal/plan"
+)
+
+// Prerequisite is a CRD a profile cannot plan without, and the operator that installs it.
+type Prerequisite struct {
+	// CRD is the CustomResourceDefinition name, e.g. kubedeschedulers.operator.openshift.io.
+	CRD string
+	// Operator is what the administrator installs to get the CRD, e.g. "Kube Descheduler Operator".
+	Operator string
+}
+
+// Profile is one set of tuning changes.
+type Profile interface {
+	// Name is the profile's name, also the name of its VirtPlatformConfig.
+	Name() advisorv1alpha1.ProfileName
+	// Description says in one or two sentences what the profile is for.
+	Description() string
+	// ImpactSummary says what applying the profile disrupts (reboots, restarts).
+	ImpactSummary() string
+	// Prerequisites are the CRDs without which the profile cannot draft a plan at all
+	// with these options (components that are optional are Skipped items instead).
+	Prerequisites(opts *advisorv1alpha1.ProfileOptions) []Prerequisite
+	// ManagedKinds are every kind the profile may write; their objects are watched for drift.
+	ManagedKinds() []schema.GroupKind
+	// WatchedCRDs are the CRDs whose arrival, removal or schema change can change the plan.
+	WatchedCRDs() []string
+	// Defaults returns the options with every unset field at its default, the same
+	// defaults the CRD declares; the input is not modified.
+	Defaults(opts *advisorv1alpha1.ProfileOptions) *advisorv1alpha1.ProfileOptions
+	// Validate checks defaulted options for what admission cannot check.
+	Validate(opts *advisorv1alpha1.ProfileOptions) error
+	// Render reads what it needs from the cluster (uncached) and returns the plan's items
+	// in execution order. A *PrerequisiteError means the cluster lacks something the
+	// administrator has to install or upgrade.
+	Render(ctx context.Context, reader client.Reader, opts *advisorv1alpha1.ProfileOptions) ([]plan.Item, error)
+}
+
+// PrerequisiteError says what the cluster lacks for a profile and what to do about it.
+type PrerequisiteError struct {
+	Message string
+}
+
+func (e *PrerequisiteError) Error() string { return e.Message }
+
+// IsPrerequisiteError tells whether err is, or wraps, a *PrerequisiteError.
+func IsPrerequisiteError(err error) bool {
+	var pe *PrerequisiteError
+	return errors.As(err, &pe)
+}
+
+// Registry holds the profiles by name.
+type Registry struct {
+	byName map[advisorv1alpha1.ProfileName]Profile
+}
+
+// NewRegistry registers the given profiles; two with one name is a programming error.
+func NewRegistry(ps ...Profile) (*Registry, error) {
+	r := &Registry{byName: map[advisorv1alpha1.ProfileName]Profile{}}
+	for _, p := range ps {
+		if _, dup := r.byName[p.Name()]; dup {
+			return nil, fmt.Errorf("profile %q registered twice", p.Name())
+		}
+		r.byName[p.Name()] = p
+	}
+	return r, nil
+}
+
+// Get returns the named profile.
+func (r *Registry) Get(name advisorv1alpha1.ProfileName) (Profile, bool) {
+	p, ok := r.byName[name]
+	return p, ok
+}
+
+// All returns the profiles sorted by name.
+func (r *Registry) All() []Profile {
+	out := make([]Profile, 0, len(r.byName))
+	for _, p := range r.byName {
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
+	return out
+}

@@ -1,0 +1,65 @@
+// Package testenv starts the control plane the tests run against: a real kube-apiserver
+// and etcd (envtest) built by hack/build-envtest-binaries.sh, with this project's CRD and
+// the third-party test CRDs of test/crds installed.
+package testenv
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/kubevirt/virt-advisor-operator/internal/controller"
+)
+
+// RepoRoot is the root of this repository, found from this file's location.
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// Path joins elements onto the repository root.
+func Path(elem ...string) string {
+	return filepath.Join(append([]string{RepoRoot()}, elem...)...)
+}
+
+// CRD directories of test/crds.
+var (
+	// OwnCRDs is this project's generated CRD.
+	OwnCRDs = Path("config", "crd", "bases")
+	// BaseCRDs are MachineConfig, MachineConfigPool and HyperConverged.
+	BaseCRDs = Path("test", "crds", "base")
+)
+
+// DeschedulerCRDs is the KubeDescheduler CRD of one operator generation: 4.16, 4.17,
+// 4.18 (also 4.19) or 4.20 (4.20 and later).
+func DeschedulerCRDs(generation string) string {
+	return Path("test", "crds", "kubedescheduler", generation)
+}
+
+// Scheme is the operator's scheme.
+func Scheme() *k8sruntime.Scheme { return controller.NewScheme() }
+
+// New returns an envtest environment that installs the CRDs of the given directories.
+// It fails when KUBEBUILDER_ASSETS is not set: `make test` or `make envtest` sets it up.
+func New(crdDirs ...string) (*envtest.Environment, error) {
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		return nil, fmt.Errorf("KUBEBUILDER_ASSETS is not set: run the tests with `make test`, " +
+			"or export KUBEBUILDER_ASSETS=$(make -s envtest)")
+	}
+	for _, bin := range []string{"kube-apiserver", "etcd"} {
+		if _, err := os.Stat(filepath.Join(assets, bin)); err != nil {
+			return nil, fmt.Errorf("KUBEBUILDER_ASSETS=%s has no %s: run `make envtest`", assets, bin)
+		}
+	}
+	return &envtest.Environment{
+		BinaryAssetsDirectory: assets,
+		CRDDirectoryPaths:     crdDirs,
+		ErrorIfCRDPathMissing: true,
+		Scheme:                Scheme(),
+	}, nil
+}

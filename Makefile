@@ -1,5 +1,5 @@
 # Image URL to use for building and pushing the operator image.
-IMG ?= virt-advisor-operator:latest
+IMG ?= quay.io/kubevirt/virt-advisor-operator:latest
 # Version reported by the operator (--version, status.operatorVersion); injected with -ldflags.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo v0.0.0-dev)
 LDFLAGS := -X github.com/kubevirt/virt-advisor-operator/internal/version.Version=$(VERSION)
@@ -41,7 +41,7 @@ vet: ## Run go vet.
 	go vet ./...
 
 .PHONY: verify
-verify: manifests generate ## Fail if generated files are stale or code is not gofmt-clean.
+verify: manifests generate build-installer ## Fail if generated files (CRD, RBAC, DeepCopy, dist/install.yaml) are stale or code is not gofmt-clean.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	@changed=$$(git status --porcelain -- api config dist); if [ -n "$$changed" ]; then \
 		echo "'make manifests generate' changed committed files; run it and commit the result:"; echo "$$changed"; \
@@ -90,11 +90,9 @@ docker-push: ## Push the operator image.
 	$(CONTAINER_TOOL) push $(IMG)
 
 .PHONY: build-installer
-build-installer: manifests generate envtest ## Write dist/install.yaml: CRD, RBAC and Deployment for IMG.
-	mkdir -p dist
-	rm -rf bin/installer && mkdir -p bin/installer && cp -r config bin/installer/
-	cd bin/installer/config/manager && "$(KUBECTL)" kustomize edit set image controller=$(IMG) 2>/dev/null || \
-		sed -i 's|image: controller:latest|image: $(IMG)|' bin/installer/config/manager/manager.yaml
+build-installer: manifests generate envtest ## Write dist/install.yaml (CRD, RBAC, Deployment running IMG).
+	rm -rf bin/installer && mkdir -p bin/installer dist && cp -r config bin/installer/
+	sed -i 's|image: controller:latest|image: $(IMG)|' bin/installer/config/manager/manager.yaml
 	"$(KUBECTL)" kustomize bin/installer/config/default > dist/install.yaml
 
 ##@ Deployment

@@ -192,8 +192,9 @@ type PlanItem struct {
 	// +optional
 	// +listType=atomic
 	ManagedFields []string `json:"managedFields,omitempty"`
-	// snapshotHash is the SHA-256 of the live values at managedFields when the plan was
-	// drafted; execution refuses the item if the target changed since.
+	// snapshotHash is the SHA-256 of the target's values at managedFields when the plan
+	// was drafted (or as this item left them after applying): execution refuses the item
+	// if somebody changed the target since.
 	// +optional
 	SnapshotHash string `json:"snapshotHash,omitempty"`
 	// state is how far this item got: Pending, InProgress (applied, waiting to become

@@ -264,6 +264,7 @@ func (r *VirtPlatformConfigReconciler) execute(ctx context.Context, s *scope) (c
 			s.note(corev1.EventTypeNormal, "ItemApplied", "applied item %s to %s %s", item.Name, item.TargetRef.Kind, item.TargetRef.Name)
 		}
 		item.HealthBaseline = out.HealthBaseline
+		item.SnapshotHash = out.SnapshotHash
 		s.setItemState(i, advisorv1alpha1.ItemInProgress, "applied; checking that it took effect")
 	}
 	var timeout time.Duration
@@ -396,6 +397,7 @@ func (r *VirtPlatformConfigReconciler) watchCompletedTargets(ctx context.Context
 func (r *VirtPlatformConfigReconciler) refreshDrift(ctx context.Context, s *scope) ([]string, error) {
 	st := &s.vpc.Status
 	var drifted []string
+	changed := false
 	for i, it := range st.Items {
 		if it.State != advisorv1alpha1.ItemCompleted && it.State != advisorv1alpha1.ItemPending {
 			continue
@@ -409,6 +411,7 @@ func (r *VirtPlatformConfigReconciler) refreshDrift(ctx context.Context, s *scop
 			if it.State == advisorv1alpha1.ItemPending {
 				item.Diff, item.SnapshotHash = c.Diff, c.SnapshotHash
 				s.setItemState(i, advisorv1alpha1.ItemCompleted, "back in sync: the out-of-band change was reverted")
+				changed = true
 			}
 			continue
 		}
@@ -418,10 +421,14 @@ func (r *VirtPlatformConfigReconciler) refreshDrift(ctx context.Context, s *scop
 			item.Diff, item.SnapshotHash = c.Diff, c.SnapshotHash
 			s.setItemState(i, advisorv1alpha1.ItemPending, fmt.Sprintf(
 				"drifted: %s changed out of band; the diff shows the correction", strings.Join(c.ChangedPaths, ", ")))
+			changed = true
 		}
 	}
-	st.PlanHash = plan.PlanHash(st.Items)
-	st.SourceSnapshotHash = plan.CombinedSnapshotHash(st.Items)
+	if changed {
+		// The plan shown is now the correction: approving it pins these diffs.
+		st.PlanHash = plan.PlanHash(st.Items)
+		st.SourceSnapshotHash = plan.CombinedSnapshotHash(st.Items)
+	}
 	return drifted, nil
 }
 

@@ -207,6 +207,9 @@ type ApplyOutcome struct {
 	Applied bool
 	// HealthBaseline is what the item's health check compares against.
 	HealthBaseline string
+	// SnapshotHash is the snapshot of the target as the item left it, so a later retry
+	// of the item only calls it stale if somebody else changed it since.
+	SnapshotHash string
 }
 
 // ApplyItem executes one Pending item: it re-reads the target and, when checkSnapshot is
@@ -231,7 +234,7 @@ func (e *Engine) ApplyItem(ctx context.Context, item advisorv1alpha1.PlanItem, c
 		return ApplyOutcome{}, err
 	}
 	if unchanged && item.Diff == NoChanges {
-		return ApplyOutcome{HealthBaseline: ""}, nil
+		return ApplyOutcome{SnapshotHash: item.SnapshotHash}, nil
 	}
 	applied := desired.DeepCopy()
 	if err := e.Writer.Apply(ctx, client.ApplyConfigurationFromUnstructured(applied),
@@ -243,7 +246,7 @@ func (e *Engine) ApplyItem(ctx context.Context, item advisorv1alpha1.PlanItem, c
 		// beyond the target being healthy.
 		baseline = ""
 	}
-	return ApplyOutcome{Applied: true, HealthBaseline: baseline}, nil
+	return ApplyOutcome{Applied: true, HealthBaseline: baseline, SnapshotHash: SnapshotHash(desired, applied)}, nil
 }
 
 // DesiredObject decodes an item's desired state.

@@ -1,0 +1,122 @@
+package controller_test
+
+import (
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
+	"github.com/kubevirt/virt-advisor-operator/internal/profiles/loadaware"
+)
+
+var _ = Describe("Executing a plan", func() {
+	BeforeEach(resetCluster)
+
+	It("rule 5: runs items strictly in order; under Abort the first failure fails the config and the later items stay Pending", func() {
+		freezeDescheduler()
+		createConfig(advisorv1alpha1.VirtPlatformConfigSpec{Action: advisorv1alpha1.ActionDryRun})
+		waitPhase(advisorv1alpha1.PhaseReviewRequired)
+		patchSpec(`{"action":"Apply"}`)
+
+		failed := waitPhase(advisorv1alpha1.PhaseFailed)
+		expectConditions(failed, "Failed")
+		Expect(conditionReason(failed, "Failed")).To(Equal("ItemFailed"))
+		first := item(failed, loadaware.ItemDescheduler)
+		Expect(first.State).To(Equal(advisorv1alpha1.ItemFailed))
+		Expect(first.Message).To(ContainSubstring("frozen for maintenance"))
+		Expect(item(failed, loadaware.ItemPSI).State).To(Equal(advisorv1alpha1.ItemPending))
+		Consistently(func() *unstructured.Unstructured { return read(mcGVK, psiKey) }).Should(BeNil(),
+			"the item after a failed one must not run under Abort")
+		Expect(eventReasons()).To(ContainElements("ItemFailed", "Failed"))
+		Expect(failed.Status.ItemsSummary).To(Equal("0/2"))
+	})
+
+	It("rule 5: under Continue goes on after a failure and ends CompletedWithErrors", func() {
+		freezeDescheduler()
+		createConfig(advisorv1alpha1.VirtPlatformConfigSpec{
+			Action: advisorv1alpha1.ActionApply, FailurePolicy: advisorv1alpha1.FailurePolicyContinue,
+		})
+		Eventually(itemState).WithArguments(loadaware.ItemPSI).Should(Equal(advisorv1alpha1.ItemInProgress))
+		Expect(itemState(loadaware.ItemDescheduler)).To(Equal(advisorv1alpha1.ItemFailed))
+		Expect(read(mcGVK, psiKey)).NotTo(BeNil())
+		rolloutPool()
+		vpc := waitPhase(advisorv1alpha1.PhaseCompletedWithErrors)
+		expectConditions(vpc, "Completed", "Failed")
+		Expect(item(vpc, loadaware.ItemPSI).State).To(Equal(advisorv1alpha1.ItemCompleted))
+		Expect(vpc.Status.ItemsSummary).To(Equal("1/2"))
+	})
+
+	It("rule 5: starts an item only after the one before it is Completed", func() {
+		createConfig(advisorv1alpha1.VirtPlatformConfigSpec{Action: advisorv1alpha1.ActionApply})
+		Eventually(itemState).WithArguments(loadaware.ItemPSI).Should(Equal(advisorv1alpha1.ItemInProgress))
+		rolloutPool()
+		vpc := waitPhase(advisorv1alpha1.PhaseCompleted)
+		first, second := item(vpc, loadaware.ItemDescheduler), item(vpc, loadaware.ItemPSI)
+		mc := read(mcGVK, psiKey)
+		Expect(first.LastTransitionTime.Time).NotTo(BeTemporally(">", mc.GetCreationTimestamp().Time),
+			"the MachineConfig was created before the KubeDescheduler item completed")
+		Expect(second.LastTransitionTime.Time).NotTo(BeTemporally("<", first.LastTransitionTime.Time))
+	})
+
+	It("rule 6: a MachineConfig item waits for its pool to pick it up: a pool that was Updated before the apply proves nothing", func() {
+		createConfig(advisorv1alpha1.VirtPlatformConfigSpec{Action: advisorv1alpha1.ActionApply})
+		Eventually(itemState).WithArguments(loadaware.ItemPSI).Should(Equal(advisorv1alpha1.ItemInProgress))
+		Consistently(itemState).WithArguments(loadaware.ItemPSI).Should(Equal(advisorv1alpha1.ItemInProgress))
+		waiting := getConfig()
+		Expect(waiting.Status.Phase).To(Equal(advisorv1alpha1.PhaseInProgress))
+		expectConditions(waiting, "InProgress")
+		Expect(item(waiting, loadaware.ItemPSI).Message).To(ContainSubstring("MachineConfigPool worker has not rendered a configuration with 99-worker-psi-karg yet"))
+		Expect(item(waiting, loadaware.ItemPSI).HealthBaseline).To(HavePrefix("worker=rendered-worker-"))
+
+		rolloutPool()
+		done := waitPhase(advisorv1alpha1.PhaseCompleted)
+		Expect(item(done, loadaware.ItemPSI).Message).To(ContainSubstring("MachineConfigPool worker updated to rendered-worker-"))
+	})
+
+	It("rule 6: a degraded pool fails the item with a message naming the pool", func() {
+		createConfig(advisorv1alpha1.VirtPlatformConfigSpec{Action: advisorv1alpha1.ActionApply})
+		Eventually(itemState).WithArguments(loadaware.ItemPSI).Should(Equal(advisorv1alpha1.ItemInProgress))
+		degradePool("node worker-2 failed to boot with the new kernel arguments")
+		vpc := waitPhase(advisorv1alpha1.PhaseFailed)
+		psi := item(vpc, loadaware.ItemPSI)
+		Expect(psi.State).To(Equal(advisorv1alpha1.ItemFailed))
+		Expect(psi.Message).To(And(ContainSubstring("MachineConfigPool worker is Degraded"), ContainSubstring("worker-2 failed to boot")))
+	})
+
+	It("rule 6: a MachineConfig no pool selects fails its item", func() {
+		deleteAndWait(object(mcpGVK, types.NamespacedName{Name: "worker"}))
+		createConfig(advisorv1alpha1.VirtPlatformConfigSpec{Action: advisorv1alpha1.ActionApply})
+		vpc := waitPhase(advisorv1alpha1.PhaseFailed)
+		Expect(item(vpc, loadaware.ItemPSI).Message).To(ContainSubstring("no MachineConfigPool selects MachineConfig 99-worker-psi-karg"))
+		Expect(item(vpc, loadaware.ItemDescheduler).State).To(Equal(advisorv1alpha1.ItemCompleted))
+	})
+
+	It("rule 6: waitTimeout fails a rollout that does not finish, even when no event arrives", func() {
+		createConfig(advisorv1alpha1.VirtPlatformConfigSpec{
+			Action: advisorv1alpha1.ActionApply, WaitTimeout: &metav1.Duration{Duration: 30 * time.Minute},
+		})
+		Eventually(itemState).WithArguments(loadaware.ItemPSI).Should(Equal(advisorv1alpha1.ItemInProgress))
+		Consistently(itemState).WithArguments(loadaware.ItemPSI).Should(Equal(advisorv1alpha1.ItemInProgress))
+		clock.Advance(31 * time.Minute)
+		vpc := waitPhase(advisorv1alpha1.PhaseFailed)
+		Expect(item(vpc, loadaware.ItemPSI).Message).To(And(
+			ContainSubstring("did not finish within waitTimeout 30m0s"), ContainSubstring("MachineConfigPool worker")))
+	})
+
+	It("resumes a failed plan with its failed item after the cause is fixed and the plan approved again", func() {
+		createConfig(advisorv1alpha1.VirtPlatformConfigSpec{Action: advisorv1alpha1.ActionApply})
+		Eventually(itemState).WithArguments(loadaware.ItemPSI).Should(Equal(advisorv1alpha1.ItemInProgress))
+		degradePool("node worker-1 is unreachable")
+		waitPhase(advisorv1alpha1.PhaseFailed)
+
+		rolloutPool()
+		approve()
+		vpc := waitPhase(advisorv1alpha1.PhaseCompleted)
+		Expect(vpc.Status.ItemsSummary).To(Equal("2/2"))
+		Expect(eventReasons()).NotTo(ContainElement("PlanStale"), "the operator's own apply does not make its plan stale")
+	})
+})

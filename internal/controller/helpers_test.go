@@ -1,0 +1,348 @@
+package controller_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	dto "github.com/prometheus/client_model/go"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
+	"github.com/kubevirt/virt-advisor-operator/internal/plan"
+	"github.com/kubevirt/virt-advisor-operator/internal/profiles/loadaware"
+	"github.com/kubevirt/virt-advisor-operator/internal/testenv"
+)
+
+const configName = "load-aware-rebalancing"
+
+var (
+	deschedulerGVK = schema.GroupVersionKind{Group: "operator.openshift.io", Version: "v1", Kind: "KubeDescheduler"}
+	mcGVK          = schema.GroupVersionKind{Group: "machineconfiguration.openshift.io", Version: "v1", Kind: "MachineConfig"}
+	mcpGVK         = schema.GroupVersionKind{Group: "machineconfiguration.openshift.io", Version: "v1", Kind: "MachineConfigPool"}
+	deschedulerKey = types.NamespacedName{Namespace: loadaware.DeschedulerNamespace, Name: loadaware.DeschedulerName}
+	psiKey         = types.NamespacedName{Name: loadaware.PSIMachineConfigName}
+)
+
+// resetCluster brings the cluster back to the mock baseline: no config, a KubeDescheduler
+// as an administrator left it, a worker pool rolled out without the PSI MachineConfig.
+func resetCluster() {
+	GinkgoHelper()
+	deleteAndWait(&advisorv1alpha1.VirtPlatformConfig{ObjectMeta: metav1.ObjectMeta{Name: configName}})
+	Expect(client.IgnoreNotFound(k8s.DeleteAllOf(ctx, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{},
+		client.MatchingLabels{"test": "freeze"}))).To(Succeed())
+	Expect(client.IgnoreNotFound(k8s.DeleteAllOf(ctx, &admissionregistrationv1.ValidatingAdmissionPolicy{},
+		client.MatchingLabels{"test": "freeze"}))).To(Succeed())
+	deleteAndWait(object(mcGVK, psiKey))
+	deleteAndWait(object(deschedulerGVK, deschedulerKey))
+	kubectl("apply", "-f", testenv.Path("config", "samples", "mock_baseline_resources.yaml"))
+	rolloutPool()
+}
+
+func deleteAndWait(obj client.Object) {
+	GinkgoHelper()
+	Expect(client.IgnoreNotFound(k8s.Delete(ctx, obj))).To(Succeed())
+	Eventually(func() bool {
+		return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj))
+	}).Should(BeTrue(), "%s was not deleted", obj.GetName())
+}
+
+func object(gvk schema.GroupVersionKind, key types.NamespacedName) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	u.SetNamespace(key.Namespace)
+	u.SetName(key.Name)
+	return u
+}
+
+// read returns the live object, or nil when it does not exist.
+func read(gvk schema.GroupVersionKind, key types.NamespacedName) *unstructured.Unstructured {
+	GinkgoHelper()
+	u := object(gvk, key)
+	err := k8s.Get(ctx, key, u)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	Expect(err).NotTo(HaveOccurred())
+	return u
+}
+
+func descheduler() *unstructured.Unstructured {
+	GinkgoHelper()
+	return read(deschedulerGVK, deschedulerKey)
+}
+
+func deschedulerInterval() int64 {
+	GinkgoHelper()
+	v, _, _ := unstructured.NestedInt64(descheduler().Object, "spec", "deschedulingIntervalSeconds")
+	return v
+}
+
+// editDescheduler changes the KubeDescheduler like an administrator would, out of band.
+func editDescheduler(patch string) {
+	GinkgoHelper()
+	kubectl("patch", "kubedescheduler", "cluster", "-n", loadaware.DeschedulerNamespace, "--type=merge", "-p", patch)
+}
+
+// createConfig creates the load-aware-rebalancing config with the given spec.
+func createConfig(spec advisorv1alpha1.VirtPlatformConfigSpec) *advisorv1alpha1.VirtPlatformConfig {
+	GinkgoHelper()
+	spec.Profile = advisorv1alpha1.ProfileLoadAwareRebalancing
+	vpc := &advisorv1alpha1.VirtPlatformConfig{ObjectMeta: metav1.ObjectMeta{Name: configName}, Spec: spec}
+	Expect(k8s.Create(ctx, vpc)).To(Succeed())
+	return vpc
+}
+
+func getConfig() *advisorv1alpha1.VirtPlatformConfig {
+	GinkgoHelper()
+	vpc := &advisorv1alpha1.VirtPlatformConfig{}
+	Expect(k8s.Get(ctx, types.NamespacedName{Name: configName}, vpc)).To(Succeed())
+	return vpc
+}
+
+// patchSpec merges a JSON patch into the config's spec, as `kubectl patch --type=merge` does.
+func patchSpec(spec string) {
+	GinkgoHelper()
+	kubectl("patch", "vpc", configName, "--type=merge", "-p", `{"spec":`+spec+`}`)
+}
+
+// approve sets action Apply as a new generation: DryRun first when it is Apply already.
+func approve() {
+	GinkgoHelper()
+	if getConfig().Spec.Action == advisorv1alpha1.ActionApply {
+		patchSpec(`{"action":"DryRun"}`)
+	}
+	patchSpec(`{"action":"Apply"}`)
+}
+
+// poke makes the controller reconcile without changing the spec.
+func poke() {
+	GinkgoHelper()
+	kubectl("annotate", "vpc", configName, "--overwrite", fmt.Sprintf("test/poke=%d", time.Now().UnixNano()))
+}
+
+func phase() advisorv1alpha1.Phase {
+	vpc := &advisorv1alpha1.VirtPlatformConfig{}
+	if err := k8s.Get(ctx, types.NamespacedName{Name: configName}, vpc); err != nil {
+		return ""
+	}
+	return vpc.Status.Phase
+}
+
+// waitPhase waits for the phase and a status that reflects the current generation.
+func waitPhase(p advisorv1alpha1.Phase) *advisorv1alpha1.VirtPlatformConfig {
+	GinkgoHelper()
+	var vpc *advisorv1alpha1.VirtPlatformConfig
+	Eventually(func(g Gomega) {
+		vpc = &advisorv1alpha1.VirtPlatformConfig{}
+		g.Expect(k8s.Get(ctx, types.NamespacedName{Name: configName}, vpc)).To(Succeed())
+		g.Expect(vpc.Status.ObservedGeneration).To(Equal(vpc.Generation))
+		g.Expect(vpc.Status.Phase).To(Equal(p), "conditions: %s", describeConditions(vpc))
+	}).Should(Succeed())
+	return vpc
+}
+
+func describeConditions(vpc *advisorv1alpha1.VirtPlatformConfig) string {
+	var parts []string
+	for _, c := range vpc.Status.Conditions {
+		if c.Status == metav1.ConditionTrue {
+			parts = append(parts, fmt.Sprintf("%s(%s: %s)", c.Type, c.Reason, c.Message))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+func item(vpc *advisorv1alpha1.VirtPlatformConfig, name string) advisorv1alpha1.PlanItem {
+	GinkgoHelper()
+	for _, it := range vpc.Status.Items {
+		if it.Name == name {
+			return it
+		}
+	}
+	Fail("no item " + name)
+	return advisorv1alpha1.PlanItem{}
+}
+
+func itemState(name string) advisorv1alpha1.ItemState {
+	vpc := &advisorv1alpha1.VirtPlatformConfig{}
+	if err := k8s.Get(ctx, types.NamespacedName{Name: configName}, vpc); err != nil {
+		return ""
+	}
+	for _, it := range vpc.Status.Items {
+		if it.Name == name {
+			return it.State
+		}
+	}
+	return ""
+}
+
+// desiredSpecField reads a field of an item's desired state.
+func desiredSpecField(it advisorv1alpha1.PlanItem, fields ...string) any {
+	GinkgoHelper()
+	obj := map[string]any{}
+	Expect(json.Unmarshal(it.DesiredState.Raw, &obj)).To(Succeed())
+	v, _, err := unstructured.NestedFieldNoCopy(obj, append([]string{"spec"}, fields...)...)
+	Expect(err).NotTo(HaveOccurred())
+	return v
+}
+
+// expectConditions asserts that exactly the given conditions are True, that every
+// condition type is present, and that each reflects the current generation.
+func expectConditions(vpc *advisorv1alpha1.VirtPlatformConfig, trueTypes ...string) {
+	GinkgoHelper()
+	all := []string{"Drafting", "ReviewRequired", "InProgress", "Completed", "Drifted", "Failed",
+		"PrerequisiteFailed", "Ignored", "UpgradeAvailable", "Ready"}
+	want := map[string]bool{}
+	for _, t := range trueTypes {
+		want[t] = true
+	}
+	Expect(vpc.Status.Conditions).To(HaveLen(len(all)))
+	for _, t := range all {
+		c := meta.FindStatusCondition(vpc.Status.Conditions, t)
+		Expect(c).NotTo(BeNil(), "condition %s is missing", t)
+		Expect(c.Status == metav1.ConditionTrue).To(Equal(want[t]), "condition %s is %s (%s: %s)", t, c.Status, c.Reason, c.Message)
+		Expect(c.ObservedGeneration).To(Equal(vpc.Generation), "condition %s", t)
+		Expect(c.Reason).NotTo(BeEmpty(), "condition %s", t)
+	}
+}
+
+func conditionReason(vpc *advisorv1alpha1.VirtPlatformConfig, t string) string {
+	GinkgoHelper()
+	c := meta.FindStatusCondition(vpc.Status.Conditions, t)
+	Expect(c).NotTo(BeNil())
+	return c.Reason
+}
+
+// eventReasons lists the reasons of the Events about the config, oldest first.
+func eventReasons() []string {
+	GinkgoHelper()
+	list := &eventsv1.EventList{}
+	Expect(k8s.List(ctx, list)).To(Succeed())
+	var out []string
+	uid := getConfig().UID
+	for _, e := range list.Items {
+		if e.Regarding.UID == uid {
+			out = append(out, e.Reason)
+		}
+	}
+	return out
+}
+
+func eventNotes(reason string) []string {
+	GinkgoHelper()
+	list := &eventsv1.EventList{}
+	Expect(k8s.List(ctx, list)).To(Succeed())
+	var out []string
+	uid := getConfig().UID
+	for _, e := range list.Items {
+		if e.Regarding.UID == uid && e.Reason == reason {
+			out = append(out, e.Note)
+		}
+	}
+	return out
+}
+
+// managedByOperator tells whether the operator's field manager owns fields of obj.
+func managedByOperator(obj *unstructured.Unstructured) bool {
+	for _, mf := range obj.GetManagedFields() {
+		if mf.Manager == plan.FieldManager {
+			return true
+		}
+	}
+	return false
+}
+
+// metricValue reads a gauge or counter from the controller-runtime registry; labels
+// not given are summed over.
+func metricValue(name string, labels map[string]string) float64 {
+	GinkgoHelper()
+	families, err := crmetrics.Registry.Gather()
+	Expect(err).NotTo(HaveOccurred())
+	total := 0.0
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if matches(m, labels) {
+				total += m.GetGauge().GetValue() + m.GetCounter().GetValue()
+			}
+		}
+	}
+	return total
+}
+
+func matches(m *dto.Metric, labels map[string]string) bool {
+	found := 0
+	for _, lp := range m.GetLabel() {
+		if v, ok := labels[lp.GetName()]; ok {
+			if v != lp.GetValue() {
+				return false
+			}
+			found++
+		}
+	}
+	return found == len(labels)
+}
+
+// freezeDescheduler makes the API server refuse real writes to the KubeDescheduler while
+// still answering dry-runs, as an admission policy of a cluster in maintenance would.
+func freezeDescheduler() {
+	GinkgoHelper()
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "freeze-descheduler", Labels: map[string]string{"test": "freeze"}},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			MatchConstraints: &admissionregistrationv1.MatchResources{
+				ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+						Rule: admissionregistrationv1.Rule{
+							APIGroups: []string{"operator.openshift.io"}, APIVersions: []string{"*"}, Resources: []string{"kubedeschedulers"},
+						},
+					},
+				}},
+			},
+			Validations: []admissionregistrationv1.Validation{{
+				Expression: "request.dryRun == true",
+				Message:    "the KubeDescheduler is frozen for maintenance",
+			}},
+		},
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "freeze-descheduler", Labels: map[string]string{"test": "freeze"}},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        policy.Name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+		},
+	}
+	Expect(k8s.Create(ctx, policy)).To(Succeed())
+	Expect(k8s.Create(ctx, binding)).To(Succeed())
+	// The policy takes effect once the API server has loaded it.
+	Eventually(func() string {
+		err := k8s.Patch(ctx, object(deschedulerGVK, deschedulerKey), client.RawPatch(types.MergePatchType,
+			[]byte(`{"metadata":{"annotations":{"test/frozen":"probe"}}}`)))
+		if err == nil {
+			return ""
+		}
+		return err.Error()
+	}).Should(ContainSubstring("frozen for maintenance"))
+}
+
+// deleteDeschedulerCRD removes the KubeDescheduler CRD, as uninstalling its operator would.
+func deleteDeschedulerCRD() {
+	GinkgoHelper()
+	deleteAndWait(&apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: loadaware.DeschedulerCRD}})
+}

@@ -1,0 +1,69 @@
+package controller_test
+
+import (
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
+	"github.com/kubevirt/virt-advisor-operator/internal/profiles/loadaware"
+)
+
+var _ = Describe("Status", func() {
+	BeforeEach(resetCluster)
+
+	It("rule 11: exactly the conditions that hold are True, each with the current observedGeneration, and Ready summarises", func() {
+		createConfig(advisorv1alpha1.VirtPlatformConfigSpec{Action: advisorv1alpha1.ActionDryRun})
+		expectConditions(waitPhase(advisorv1alpha1.PhaseReviewRequired), "ReviewRequired")
+
+		patchSpec(`{"action":"Apply"}`)
+		Eventually(itemState).WithArguments(loadaware.ItemPSI).Should(Equal(advisorv1alpha1.ItemInProgress))
+		expectConditions(waitPhase(advisorv1alpha1.PhaseInProgress), "InProgress")
+
+		rolloutPool()
+		expectConditions(waitPhase(advisorv1alpha1.PhaseCompleted), "Completed", "Ready")
+
+		editDescheduler(`{"spec":{"mode":"Predictive"}}`)
+		expectConditions(waitPhase(advisorv1alpha1.PhaseDrifted), "Drifted")
+
+		editDescheduler(`{"spec":{"mode":"Automatic"}}`)
+		expectConditions(waitPhase(advisorv1alpha1.PhaseCompleted), "Completed", "Ready")
+
+		patchSpec(`{"action":"Ignore"}`)
+		expectConditions(waitPhase(advisorv1alpha1.PhaseIgnored), "Ignored")
+	})
+
+	It("rule 12: status is written with at most one patch per reconcile, only when it changed, never looping on conflicts", func() {
+		reconcilesBefore := metricValue("controller_runtime_reconcile_total", map[string]string{"controller": "virtplatformconfig"})
+		mark := requests.mark()
+		completedConfig(advisorv1alpha1.VirtPlatformConfigSpec{})
+		reconciles := metricValue("controller_runtime_reconcile_total", map[string]string{"controller": "virtplatformconfig"}) - reconcilesBefore
+		statusWrites := requests.writesSince(mark, "/virtplatformconfigs/"+configName+"/status")
+		Expect(statusWrites).NotTo(BeEmpty())
+		Expect(float64(len(statusWrites))).To(BeNumerically("<=", reconciles))
+		for _, w := range statusWrites {
+			Expect(w).To(HavePrefix("PATCH "), "status is written with a patch")
+		}
+		for _, r := range requests.since(mark) {
+			Expect(r.status).NotTo(Equal(409), "%s %s got a conflict", r.method, r.path)
+		}
+
+		By("reconciling a config whose status would not change writes nothing")
+		mark = requests.mark()
+		for range 5 {
+			poke()
+		}
+		Consistently(func() []string { return requests.writesSince(mark) }).Should(BeEmpty())
+	})
+
+	It("is idle once Completed: no write request for 30 seconds", func() {
+		completedConfig(advisorv1alpha1.VirtPlatformConfigSpec{})
+		// The Event of the last transition is the last write the completion makes.
+		Eventually(eventReasons).Should(ContainElement("Completed"))
+		mark := requests.mark()
+		Consistently(func() []string { return requests.writesSince(mark) }).
+			WithTimeout(30 * time.Second).WithPolling(time.Second).Should(BeEmpty())
+		GinkgoWriter.Printf("requests in the idle window: %d (writes: 0)\n", len(requests.since(mark)))
+	})
+})

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	_ "k8s.io/client-go/plugin/pkg/client/auth"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -27,6 +28,7 @@ func main() {
 		metricsAddr, probeAddr, leaderElectionNamespace, namespace string
 		enableLeaderElection, secureMetrics, enableHTTP2           bool
 		advertise, showVersion                                     bool
+		healthPoll                                                 time.Duration
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "Address of the metrics endpoint (HTTPS with authentication and authorization unless --metrics-secure=false); 0 disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz probes; 0 disables them.")
@@ -36,6 +38,7 @@ func main() {
 	flag.BoolVar(&secureMetrics, "metrics-secure", true, "Serve metrics over HTTPS with authentication and authorization.")
 	flag.BoolVar(&enableHTTP2, "enable-http2", false, "Allow HTTP/2 on the metrics endpoint (off by default: HTTP/2 rapid reset).")
 	flag.BoolVar(&advertise, "advertise-profiles", true, "Create one VirtPlatformConfig with action Ignore per profile, so every profile shows in `kubectl get vpc`.")
+	flag.DurationVar(&healthPoll, "health-poll-interval", 10*time.Second, "How often an applied item that is still rolling out (a MachineConfigPool) is checked.")
 	flag.BoolVar(&showVersion, "version", false, "Print the version and exit.")
 	opts := zap.Options{Development: false}
 	opts.BindFlags(flag.CommandLine)
@@ -50,7 +53,7 @@ func main() {
 	if err := run(runOptions{
 		metricsAddr: metricsAddr, probeAddr: probeAddr, leaderElection: enableLeaderElection,
 		leaderElectionNamespace: leaderElectionNamespace, namespace: operatorNamespace(namespace),
-		secureMetrics: secureMetrics, enableHTTP2: enableHTTP2, advertise: advertise,
+		secureMetrics: secureMetrics, enableHTTP2: enableHTTP2, advertise: advertise, healthPoll: healthPoll,
 	}); err != nil {
 		log.Error(err, "the manager stopped")
 		os.Exit(1)
@@ -60,6 +63,7 @@ func main() {
 type runOptions struct {
 	metricsAddr, probeAddr, leaderElectionNamespace, namespace string
 	leaderElection, secureMetrics, enableHTTP2, advertise      bool
+	healthPoll                                                 time.Duration
 }
 
 func run(o runOptions) error {
@@ -104,6 +108,8 @@ func run(o runOptions) error {
 		Engine:    &plan.Engine{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient()},
 		Recorder:  mgr.GetEventRecorder("virt-advisor-operator"),
 		Version:   version.Version,
+
+		HealthPollInterval: o.healthPoll,
 	}
 	if err := reconciler.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("set up the controller: %w", err)

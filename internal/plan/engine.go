@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -268,6 +269,10 @@ func IsPermanent(err error) bool {
 	case err == nil:
 		return false
 	case errors.Is(err, ErrInvalidPlan), meta.IsNoMatchError(err):
+		return true
+	case apierrors.IsInternalError(err) && strings.Contains(err.Error(), "field not declared in schema"):
+		// Server-side apply reports a desired state that does not fit the served schema
+		// as an internal error; it fails the same way every time.
 		return true
 	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err), apierrors.IsForbidden(err),
 		apierrors.IsNotFound(err), apierrors.IsMethodNotSupported(err), apierrors.IsNotAcceptable(err),

@@ -151,6 +151,10 @@ func evictionLimits(ctx context.Context, reader client.Reader, o *advisorv1alpha
 	if o.EvictionLimitNode != nil {
 		l.node, l.nodeSource = *o.EvictionLimitNode, "options"
 	}
+	if l.node > l.total {
+		// A node cannot evict more than the whole cluster may.
+		l.node, l.nodeSource = l.total, l.nodeSource+", capped at the total"
+	}
 	return l, nil
 }
 

@@ -150,9 +150,11 @@ func (p *Profile) Render(ctx context.Context, reader client.Reader, opts *adviso
 		}
 		live = nil
 	}
-	limits, err := evictionLimits(ctx, reader, o)
-	if err != nil {
-		return nil, err
+	var limits limits
+	if caps.evictionLimitTotal {
+		if limits, err = evictionLimits(ctx, reader, o); err != nil {
+			return nil, err
+		}
 	}
 	items := []plan.Item{deschedulerItem(o, caps, live, limits)}
 	if *o.EnablePSIMetrics {

@@ -51,14 +51,20 @@ var _ = Describe("Executing a plan", func() {
 	})
 
 	It("rule 5: starts an item only after the one before it is Completed", func() {
+		mark := requests.mark()
 		createConfig(advisorv1alpha1.VirtPlatformConfigSpec{Action: advisorv1alpha1.ActionApply})
 		Eventually(itemState).WithArguments(loadaware.ItemPSI).Should(Equal(advisorv1alpha1.ItemInProgress))
 		rolloutPool()
 		vpc := waitPhase(advisorv1alpha1.PhaseCompleted)
+
+		writes := requests.writesSince(mark)
+		descheduler := indexOf(writes, "PATCH /apis/operator.openshift.io/v1/namespaces/openshift-kube-descheduler-operator/kubedeschedulers/cluster")
+		machineConfig := indexOf(writes, "PATCH /apis/machineconfiguration.openshift.io/v1/machineconfigs/99-worker-psi-karg")
+		Expect(descheduler).To(BeNumerically(">=", 0), "writes: %v", writes)
+		Expect(machineConfig).To(BeNumerically(">", descheduler), "writes: %v", writes)
+		Expect(writes[descheduler+1 : machineConfig]).To(ContainElement(HaveSuffix("/virtplatformconfigs/"+configName+"/status")),
+			"the first item's completion is recorded before the second item is applied")
 		first, second := item(vpc, loadaware.ItemDescheduler), item(vpc, loadaware.ItemPSI)
-		mc := read(mcGVK, psiKey)
-		Expect(first.LastTransitionTime.Time).NotTo(BeTemporally(">", mc.GetCreationTimestamp().Time),
-			"the MachineConfig was created before the KubeDescheduler item completed")
 		Expect(second.LastTransitionTime.Time).NotTo(BeTemporally("<", first.LastTransitionTime.Time))
 	})
 
@@ -107,6 +113,22 @@ var _ = Describe("Executing a plan", func() {
 			ContainSubstring("did not finish within waitTimeout 30m0s"), ContainSubstring("MachineConfigPool worker")))
 	})
 
+	It("pauses when the action is set back to DryRun during execution, and resumes on Apply", func() {
+		createConfig(advisorv1alpha1.VirtPlatformConfigSpec{Action: advisorv1alpha1.ActionApply})
+		Eventually(itemState).WithArguments(loadaware.ItemPSI).Should(Equal(advisorv1alpha1.ItemInProgress))
+		patchSpec(`{"action":"DryRun"}`)
+		Eventually(func() string { return conditionReason(getConfig(), "ReviewRequired") }).Should(Equal("Paused"))
+		paused := waitPhase(advisorv1alpha1.PhaseReviewRequired)
+		Expect(paused.Status.Conditions).To(ContainElement(HaveField("Message", ContainSubstring("execution paused at item enable-psi-metrics"))))
+		rolloutPool()
+		poke()
+		Consistently(phase).Should(Equal(advisorv1alpha1.PhaseReviewRequired))
+
+		patchSpec(`{"action":"Apply"}`)
+		vpc := waitPhase(advisorv1alpha1.PhaseCompleted)
+		Expect(vpc.Status.ItemsSummary).To(Equal("2/2"))
+	})
+
 	It("resumes a failed plan with its failed item after the cause is fixed and the plan approved again", func() {
 		createConfig(advisorv1alpha1.VirtPlatformConfigSpec{Action: advisorv1alpha1.ActionApply})
 		Eventually(itemState).WithArguments(loadaware.ItemPSI).Should(Equal(advisorv1alpha1.ItemInProgress))
@@ -120,3 +142,12 @@ var _ = Describe("Executing a plan", func() {
 		Expect(eventReasons()).NotTo(ContainElement("PlanStale"), "the operator's own apply does not make its plan stale")
 	})
 })
+
+func indexOf(list []string, s string) int {
+	for i, v := range list {
+		if v == s {
+			return i
+		}
+	}
+	return -1
+}

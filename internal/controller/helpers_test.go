@@ -3,6 +3,8 @@ package controller_test
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -48,7 +50,12 @@ func resetCluster() {
 		client.MatchingLabels{"test": "freeze"}))).To(Succeed())
 	deleteAndWait(object(mcGVK, psiKey))
 	deleteAndWait(object(deschedulerGVK, deschedulerKey))
-	kubectl("apply", "-f", testenv.Path("config", "samples", "mock_baseline_resources.yaml"))
+	// A deleted admission policy stops applying a moment later.
+	Eventually(func() error {
+		_, err := run(filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl"),
+			"apply", "-f", testenv.Path("config", "samples", "mock_baseline_resources.yaml"))
+		return err
+	}).Should(Succeed())
 	rolloutPool()
 }
 

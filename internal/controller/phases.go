@@ -26,6 +26,7 @@ const (
 	reasonPlanStale        = "PlanStale"
 	reasonThrashing        = "Thrashing"
 	reasonPlanRejected     = "PlanRejected"
+	reasonPaused           = "Paused"
 )
 
 // ignore pauses the config (rule 8): the plan is dropped so nothing can execute it, the
@@ -245,6 +246,13 @@ func (r *VirtPlatformConfigReconciler) execute(ctx context.Context, s *scope) (c
 	}
 	if i < 0 {
 		return r.finishExecution(s), nil
+	}
+	if s.vpc.Spec.Action != advisorv1alpha1.ActionApply {
+		// The approval was withdrawn: stop before anything else is written.
+		r.awaitApproval(s, reasonPaused, fmt.Sprintf(
+			"spec.action is %s: execution paused at item %s with %d of %d items completed; set spec.action to Apply to resume",
+			s.vpc.Spec.Action, st.Items[i].Name, countState(st.Items, advisorv1alpha1.ItemCompleted), len(st.Items)))
+		return ctrl.Result{}, nil
 	}
 	item := &st.Items[i]
 	if item.State == advisorv1alpha1.ItemPending {

@@ -71,7 +71,10 @@ func checkUnique(items []Item) error {
 }
 
 func (e *Engine) draftItem(ctx context.Context, profile string, it Item) (advisorv1alpha1.PlanItem, error) {
-	desired := withOwnershipMarks(it.Desired, profile)
+	desired, err := withOwnershipMarks(it.Desired, profile)
+	if err != nil {
+		return advisorv1alpha1.PlanItem{}, fmt.Errorf("%w: item %s: %v", ErrInvalidPlan, it.Name, err)
+	}
 	raw, err := json.Marshal(desired.Object)
 	if err != nil {
 		return advisorv1alpha1.PlanItem{}, fmt.Errorf("encode desired state of item %s: %w", it.Name, err)
@@ -238,8 +241,16 @@ func (e *Engine) ApplyItem(ctx context.Context, item advisorv1alpha1.PlanItem, c
 		return ApplyOutcome{SnapshotHash: item.SnapshotHash}, nil
 	}
 	applied := desired.DeepCopy()
+	if checkSnapshot && live != nil {
+		// Apply only to the version just checked: a change between the check and the
+		// apply is a conflict, and the item is stale rather than overwritten.
+		applied.SetResourceVersion(live.GetResourceVersion())
+	}
 	if err := e.Writer.Apply(ctx, client.ApplyConfigurationFromUnstructured(applied),
 		client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		if checkSnapshot && apierrors.IsConflict(err) {
+			return ApplyOutcome{Stale: true}, nil
+		}
 		return ApplyOutcome{}, fmt.Errorf("apply %s: %w", describe(desired), err)
 	}
 	if live != nil && jsonEqual(live.Object["spec"], applied.Object["spec"]) {
@@ -276,7 +287,7 @@ func IsPermanent(err error) bool {
 		return true
 	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err), apierrors.IsForbidden(err),
 		apierrors.IsNotFound(err), apierrors.IsMethodNotSupported(err), apierrors.IsNotAcceptable(err),
-		apierrors.IsUnsupportedMediaType(err), apierrors.IsRequestEntityTooLargeError(err), apierrors.IsConflict(err):
+		apierrors.IsUnsupportedMediaType(err), apierrors.IsRequestEntityTooLargeError(err):
 		return true
 	}
 	return false
@@ -290,7 +301,12 @@ func asRejection(desired *unstructured.Unstructured, verb string, err error) (bo
 	if meta.IsNoMatchError(err) {
 		return true, fmt.Sprintf("the cluster does not serve %s (%s): install the operator that provides it", desired.GetKind(), desired.GetAPIVersion())
 	}
-	return true, fmt.Sprintf("the API server refused the %s of %s: %v", verb, describe(desired), err)
+	reason := err.Error()
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && status.Status().Message != "" {
+		reason = status.Status().Message
+	}
+	return true, fmt.Sprintf("the API server refused the %s of %s: %s", verb, describe(desired), reason)
 }
 
 // FailureMessage is the item message for a failed apply.

@@ -53,9 +53,14 @@ func (e *Engine) CheckHealth(ctx context.Context, item advisorv1alpha1.PlanItem,
 	if desired.GroupVersionKind().GroupKind() != machineConfigGK {
 		return Health{State: Healthy, Message: fmt.Sprintf("%s applied", describe(desired))}, nil
 	}
-	pools, err := e.poolsSelecting(ctx, desired)
+	pools, served, err := e.poolsSelecting(ctx, desired)
 	if err != nil {
 		return Health{}, err
+	}
+	if !served {
+		return Health{State: Unhealthy, Message: fmt.Sprintf(
+			"the cluster serves no MachineConfigPools, so nothing rolls out MachineConfig %s: install the Machine Config Operator (OpenShift)",
+			desired.GetName())}, nil
 	}
 	if len(pools) == 0 {
 		return Health{State: Unhealthy, Message: fmt.Sprintf(
@@ -121,7 +126,7 @@ func (e *Engine) healthBaseline(ctx context.Context, desired *unstructured.Unstr
 	if desired.GroupVersionKind().GroupKind() != machineConfigGK {
 		return "", nil
 	}
-	pools, err := e.poolsSelecting(ctx, desired)
+	pools, _, err := e.poolsSelecting(ctx, desired)
 	if err != nil {
 		return "", err
 	}
@@ -144,17 +149,17 @@ func parseBaseline(s string) map[string]string {
 }
 
 // poolsSelecting lists the MachineConfigPools whose machineConfigSelector matches the
-// MachineConfig's labels, sorted by name. A cluster without pools has none.
-func (e *Engine) poolsSelecting(ctx context.Context, mc *unstructured.Unstructured) ([]unstructured.Unstructured, error) {
+// MachineConfig's labels, sorted by name; served is false when the cluster has no
+// MachineConfigPool kind at all.
+func (e *Engine) poolsSelecting(ctx context.Context, mc *unstructured.Unstructured) (pools []unstructured.Unstructured, served bool, err error) {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(machineConfigPoolListGV)
 	if err := e.Reader.List(ctx, list); err != nil {
 		if meta.IsNoMatchError(err) {
-			return nil, nil
+			return nil, false, nil
 		}
-		return nil, fmt.Errorf("list MachineConfigPools: %w", err)
+		return nil, false, fmt.Errorf("list MachineConfigPools: %w", err)
 	}
-	var out []unstructured.Unstructured
 	for _, pool := range list.Items {
 		raw, found, _ := unstructured.NestedMap(pool.Object, "spec", "machineConfigSelector")
 		if !found {
@@ -169,11 +174,11 @@ func (e *Engine) poolsSelecting(ctx context.Context, mc *unstructured.Unstructur
 			continue
 		}
 		if sel.Matches(labels.Set(mc.GetLabels())) {
-			out = append(out, pool)
+			pools = append(pools, pool)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].GetName() < out[j].GetName() })
-	return out, nil
+	sort.Slice(pools, func(i, j int) bool { return pools[i].GetName() < pools[j].GetName() })
+	return pools, true, nil
 }
 
 func findCondition(conditions []any, condType string) (map[string]any, bool) {

@@ -5,6 +5,9 @@
 package plan
 
 import (
+	"encoding/json"
+	"fmt"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
@@ -50,8 +53,17 @@ func TargetOf(obj *unstructured.Unstructured) advisorv1alpha1.TargetReference {
 
 // withOwnershipMarks returns a copy of desired carrying the managed-by label and the
 // profile annotation, so every applied object says who manages which of its fields.
-func withOwnershipMarks(desired *unstructured.Unstructured, profile string) *unstructured.Unstructured {
-	out := desired.DeepCopy()
+func withOwnershipMarks(desired *unstructured.Unstructured, profile string) (*unstructured.Unstructured, error) {
+	// A JSON round trip copies the object and turns every number into the int64 or
+	// float64 the API machinery expects, whatever Go type the profile used.
+	raw, err := json.Marshal(desired.Object)
+	if err != nil {
+		return nil, fmt.Errorf("encode desired %s: %w", describe(desired), err)
+	}
+	out := &unstructured.Unstructured{}
+	if err := out.UnmarshalJSON(raw); err != nil {
+		return nil, fmt.Errorf("decode desired %s: %w", describe(desired), err)
+	}
 	labels := out.GetLabels()
 	if labels == nil {
 		labels = map[string]string{}
@@ -64,5 +76,5 @@ func withOwnershipMarks(desired *unstructured.Unstructured, profile string) *uns
 	}
 	annotations[ProfileAnnotation] = profile
 	out.SetAnnotations(annotations)
-	return out
+	return out, nil
 }

@@ -1,0 +1,310 @@
+package plan_test
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
+	"github.com/kubevirt/virt-advisor-operator/internal/plan"
+)
+
+const (
+	psiMC        = "99-worker-psi-health"
+	renderedOld  = "rendered-worker-1111"
+	renderedNew  = "rendered-worker-2222"
+	baseMC       = "00-worker"
+	roleLabelKey = "machineconfiguration.openshift.io/role"
+)
+
+// pool is a MachineConfigPool named name that selects the MachineConfigs of role and
+// targets the rendered configuration built from sources.
+func pool(name, role, rendered string, sources ...string) *unstructured.Unstructured {
+	p := object(`
+apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfigPool
+metadata:
+  name: ` + name + `
+spec:
+  machineConfigSelector:
+    matchLabels:
+      ` + roleLabelKey + `: ` + role + `
+`)
+	Expect(unstructured.SetNestedField(p.Object, configuration(rendered, sources...), "spec", "configuration")).To(Succeed())
+	return p
+}
+
+func configuration(rendered string, sources ...string) map[string]any {
+	src := make([]any, 0, len(sources))
+	for _, s := range sources {
+		src = append(src, map[string]any{"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig", "name": s})
+	}
+	return map[string]any{"name": rendered, "source": src}
+}
+
+// poolStatus is what the Machine Config Operator reports on a pool.
+type poolStatus struct {
+	// rendered and sources are status.configuration.
+	rendered string
+	sources  []string
+	// observedGeneration; 0 means the pool's current generation.
+	observedGeneration int64
+	// conditions maps condition types to their status.
+	conditions map[string]string
+	// updated of machines machines run the current configuration.
+	updated, machines int64
+}
+
+// report writes status to the pool's status subresource, as the Machine Config Operator
+// does.
+func report(p *unstructured.Unstructured, s poolStatus) {
+	current := live(p)
+	if s.observedGeneration == 0 {
+		s.observedGeneration = current.GetGeneration()
+	}
+	var conditions []any
+	for t, st := range s.conditions {
+		conditions = append(conditions, map[string]any{
+			"type": t, "status": st, "reason": t + "Reason", "message": "pool is " + t + "=" + st,
+			"lastTransitionTime": "2025-01-15T10:00:00Z",
+		})
+	}
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{
+		"configuration":       configuration(s.rendered, s.sources...),
+		"observedGeneration":  s.observedGeneration,
+		"conditions":          conditions,
+		"machineCount":        s.machines,
+		"updatedMachineCount": s.updated,
+		"readyMachineCount":   s.updated,
+	}})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(k8sClient.Status().Patch(ctx, current, client.RawPatch(types.MergePatchType, patch))).To(Succeed())
+}
+
+// render points the pool's spec at a new rendered configuration, as the Machine Config
+// Operator does when a MachineConfig of its role changes; the generation goes up.
+func render(p *unstructured.Unstructured, rendered string, sources ...string) {
+	current := live(p)
+	generation := current.GetGeneration()
+	Expect(unstructured.SetNestedField(current.Object, configuration(rendered, sources...), "spec", "configuration")).To(Succeed())
+	Expect(k8sClient.Update(ctx, current)).To(Succeed())
+	Expect(current.GetGeneration()).To(BeNumerically(">", generation))
+}
+
+var updatedTrue = map[string]string{"Updated": "True", "Updating": "False", "Degraded": "False"}
+
+var _ = Describe("Engine.CheckHealth", func() {
+	var (
+		worker    *unstructured.Unstructured
+		item      advisorv1alpha1.PlanItem
+		appliedAt time.Time
+	)
+
+	check := func(timeout time.Duration, now time.Time) plan.Health {
+		h, err := engine.CheckHealth(ctx, item, appliedAt, timeout, now)
+		Expect(err).NotTo(HaveOccurred())
+		return h
+	}
+	checkNow := func() plan.Health { return check(0, appliedAt.Add(time.Minute)) }
+
+	// Before each spec: a worker pool that is fully updated to its old configuration, and
+	// the PSI MachineConfig applied through the engine, which records the baseline.
+	BeforeEach(func() {
+		worker = pool("worker", "worker", renderedOld, baseMC)
+		Expect(k8sClient.Create(ctx, worker)).To(Succeed())
+		cleanUp(worker)
+		report(worker, poolStatus{rendered: renderedOld, sources: []string{baseMC}, conditions: updatedTrue, updated: 3, machines: 3})
+
+		mc := psiItem(psiMC)
+		cleanUp(mc.Desired)
+		item = draftOne(mc)
+		out, err := engine.ApplyItem(ctx, item, true)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(out.Applied).To(BeTrue())
+		item.HealthBaseline = out.HealthBaseline
+		appliedAt = time.Now()
+	})
+
+	It("records, at apply, the configuration each selecting pool targeted as the baseline", func() {
+		Expect(item.HealthBaseline).To(Equal("worker=" + renderedOld))
+	})
+
+	It("is Waiting while the pool's configuration does not list the MachineConfig, even though the pool is Updated", func() {
+		// The pool re-rendered for some other MachineConfig and finished: that proves nothing
+		// about this one.
+		render(worker, renderedNew, baseMC, "99-worker-other")
+		report(worker, poolStatus{rendered: renderedNew, sources: []string{baseMC, "99-worker-other"}, conditions: updatedTrue, updated: 3, machines: 3})
+
+		h := checkNow()
+
+		Expect(h.State).To(Equal(plan.Waiting))
+		Expect(h.Message).To(Equal("MachineConfigPool worker has not picked up " + psiMC + " yet"))
+	})
+
+	It("is Waiting while the pool still targets the baseline configuration (not re-rendered yet)", func() {
+		// Even a status that claims the MachineConfig and Updated does not count while the
+		// pool's target is the one it had before the apply.
+		report(worker, poolStatus{rendered: renderedOld, sources: []string{baseMC, psiMC}, conditions: updatedTrue, updated: 3, machines: 3})
+
+		h := checkNow()
+
+		Expect(h.State).To(Equal(plan.Waiting))
+		Expect(h.Message).To(ContainSubstring("MachineConfigPool worker has not rendered a configuration with " + psiMC))
+		Expect(h.Message).To(ContainSubstring("still " + renderedOld))
+	})
+
+	It("is Waiting while the pool has not observed its latest spec", func() {
+		render(worker, renderedNew, baseMC, psiMC)
+		report(worker, poolStatus{rendered: renderedNew, sources: []string{baseMC, psiMC}, observedGeneration: 1,
+			conditions: updatedTrue, updated: 3, machines: 3})
+		Expect(live(worker).GetGeneration()).NotTo(BeEquivalentTo(1))
+
+		h := checkNow()
+
+		Expect(h.State).To(Equal(plan.Waiting))
+		Expect(h.Message).To(ContainSubstring("has not observed its latest spec"))
+	})
+
+	It("is Waiting while the pool rolls the new configuration out", func() {
+		render(worker, renderedNew, baseMC, psiMC)
+		report(worker, poolStatus{rendered: renderedNew, sources: []string{baseMC, psiMC},
+			conditions: map[string]string{"Updated": "False", "Updating": "True", "Degraded": "False"}, updated: 1, machines: 3})
+
+		h := checkNow()
+
+		Expect(h.State).To(Equal(plan.Waiting))
+		Expect(h.Message).To(Equal("MachineConfigPool worker is rolling out " + renderedNew + ": 1/3 machines updated"))
+	})
+
+	It("is Waiting while the pool's current configuration is not yet its target, even with Updated=True left from before", func() {
+		render(worker, renderedNew, baseMC, psiMC)
+		// The MachineConfig was already part of the old configuration (the apply changed
+		// it), so the current configuration lists it too; the pool observed its new spec
+		// but has neither switched status.configuration nor the Updated condition over.
+		report(worker, poolStatus{rendered: renderedOld, sources: []string{baseMC, psiMC}, conditions: updatedTrue, updated: 3, machines: 3})
+
+		h := checkNow()
+
+		Expect(h.State).To(Equal(plan.Waiting))
+		Expect(h.Message).To(ContainSubstring("MachineConfigPool worker is rolling out " + renderedNew))
+	})
+
+	It("is Healthy once the pool rendered a new configuration listing the MachineConfig, observed it and is Updated", func() {
+		render(worker, renderedNew, baseMC, psiMC)
+		report(worker, poolStatus{rendered: renderedNew, sources: []string{baseMC, psiMC}, conditions: updatedTrue, updated: 3, machines: 3})
+
+		h := checkNow()
+
+		Expect(h.State).To(Equal(plan.Healthy))
+		Expect(h.Message).To(Equal("MachineConfigPool worker updated to " + renderedNew + " (3/3 machines)"))
+	})
+
+	It("is Unhealthy, naming the pool, when the pool is Degraded", func() {
+		render(worker, renderedNew, baseMC, psiMC)
+		report(worker, poolStatus{rendered: renderedOld, sources: []string{baseMC},
+			conditions: map[string]string{"Updated": "False", "Updating": "True", "Degraded": "True"}, updated: 1, machines: 3})
+
+		h := checkNow()
+
+		Expect(h.State).To(Equal(plan.Unhealthy))
+		Expect(h.Message).To(ContainSubstring("MachineConfigPool worker is Degraded"))
+	})
+
+	It("is Unhealthy when still waiting after waitTimeout has passed since the apply", func() {
+		timeout := 30 * time.Minute
+
+		Expect(check(timeout, appliedAt.Add(29*time.Minute)).State).To(Equal(plan.Waiting), "within waitTimeout")
+
+		h := check(timeout, appliedAt.Add(31*time.Minute))
+		Expect(h.State).To(Equal(plan.Unhealthy))
+		Expect(h.Message).To(ContainSubstring("waitTimeout 30m0s"))
+		Expect(h.Message).To(ContainSubstring("MachineConfigPool worker"))
+	})
+
+	It("keeps Waiting without a waitTimeout, however long it takes", func() {
+		Expect(check(0, appliedAt.Add(1000*time.Hour)).State).To(Equal(plan.Waiting))
+	})
+
+	It("records no baseline, and is Healthy at once, when the apply only adds the ownership marks to a MachineConfig already rolled out", func() {
+		const adopted = "99-worker-psi-adopted"
+		createAsOtherManager(machineConfig(adopted, "worker"))
+		render(worker, renderedNew, baseMC, psiMC, adopted)
+		report(worker, poolStatus{rendered: renderedNew, sources: []string{baseMC, psiMC, adopted}, conditions: updatedTrue, updated: 3, machines: 3})
+
+		pi := draftOne(psiItem(adopted))
+		_, added := changedLines(pi.Diff)
+		Expect(added).To(ConsistOf(
+			"+  annotations:",
+			"+    advisor.kubevirt.io/profile: load-aware-rebalancing",
+			"+    advisor.kubevirt.io/managed-by: virt-advisor-operator",
+		), "only the marks change:\n%s", pi.Diff)
+
+		out, err := engine.ApplyItem(ctx, pi, true)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(out.Applied).To(BeTrue())
+		Expect(out.HealthBaseline).To(BeEmpty(), "no new configuration will be rendered, so there is nothing to wait for")
+		pi.HealthBaseline = out.HealthBaseline
+
+		h, err := engine.CheckHealth(ctx, pi, appliedAt, time.Hour, appliedAt.Add(time.Minute))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(h.State).To(Equal(plan.Healthy))
+	})
+
+	It("is Unhealthy when no MachineConfigPool selects the MachineConfig", func() {
+		infra := psiItem("99-infra-psi-health")
+		infra.Desired.SetLabels(map[string]string{roleLabelKey: "infra"})
+		cleanUp(infra.Desired)
+		pi := draftOne(infra)
+
+		h, err := engine.CheckHealth(ctx, pi, appliedAt, 0, appliedAt)
+
+		Expect(err).NotTo(HaveOccurred())
+		Expect(h.State).To(Equal(plan.Unhealthy))
+		Expect(h.Message).To(HavePrefix("no MachineConfigPool selects MachineConfig 99-infra-psi-health"))
+		Expect(h.Message).To(ContainSubstring(roleLabelKey + "=infra"))
+	})
+
+	It("is Unhealthy, saying what to install, on a cluster that serves no MachineConfigPools", func() {
+		infra := psiItem("99-worker-psi-nopools")
+		cleanUp(infra.Desired)
+		pi := draftOne(infra)
+		withoutPools := &plan.Engine{Reader: noPoolsReader{k8sClient}, Writer: k8sClient}
+
+		h, err := withoutPools.CheckHealth(ctx, pi, appliedAt, 0, appliedAt)
+
+		Expect(err).NotTo(HaveOccurred())
+		Expect(h.State).To(Equal(plan.Unhealthy))
+		Expect(h.Message).To(ContainSubstring("serves no MachineConfigPools"))
+		Expect(h.Message).To(ContainSubstring("install the Machine Config Operator"))
+	})
+
+	It("is Healthy right away for an item that is not a MachineConfig", func() {
+		createAsOtherManager(descheduler(adminSpec))
+		pi := draftOne(deschedulerItem())
+
+		h, err := engine.CheckHealth(ctx, pi, appliedAt, time.Minute, appliedAt.Add(time.Hour))
+
+		Expect(err).NotTo(HaveOccurred())
+		Expect(h.State).To(Equal(plan.Healthy))
+		Expect(h.Message).To(ContainSubstring("KubeDescheduler openshift-kube-descheduler-operator/cluster"))
+	})
+})
+
+// noPoolsReader answers like an API server without the MachineConfigPool kind: listing
+// pools fails with a no-match error, every other read goes to the real server.
+type noPoolsReader struct{ client.Reader }
+
+func (r noPoolsReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if list.GetObjectKind().GroupVersionKind().Kind == "MachineConfigPoolList" {
+		return &meta.NoKindMatchError{GroupKind: schema.GroupKind{Group: "machineconfiguration.openshift.io", Kind: "MachineConfigPool"}}
+	}
+	return r.Reader.List(ctx, list, opts...)
+}

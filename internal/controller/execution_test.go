@@ -62,7 +62,7 @@ var _ = Describe("Executing a plan", func() {
 		machineConfig := indexOf(writes, "PATCH /apis/machineconfiguration.openshift.io/v1/machineconfigs/99-worker-psi-karg")
 		Expect(descheduler).To(BeNumerically(">=", 0), "writes: %v", writes)
 		Expect(machineConfig).To(BeNumerically(">", descheduler), "writes: %v", writes)
-		Expect(writes[descheduler+1 : machineConfig]).To(ContainElement(HaveSuffix("/virtplatformconfigs/"+configName+"/status")),
+		Expect(writes[descheduler+1:machineConfig]).To(ContainElement(HaveSuffix("/virtplatformconfigs/"+configName+"/status")),
 			"the first item's completion is recorded before the second item is applied")
 		first, second := item(vpc, loadaware.ItemDescheduler), item(vpc, loadaware.ItemPSI)
 		Expect(second.LastTransitionTime.Time).NotTo(BeTemporally("<", first.LastTransitionTime.Time))

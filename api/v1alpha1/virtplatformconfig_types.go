@@ -253,7 +253,8 @@ type VirtPlatformConfigStatus struct {
 	// appliedOptions are the profile options the plan was drafted with, defaults filled in.
 	// +optional
 	AppliedOptions *ProfileOptions `json:"appliedOptions,omitempty"`
-	// itemsSummary counts completed items against all items, e.g. 2/3.
+	// itemsSummary counts completed items against the items that apply (all but the
+	// Skipped ones), e.g. 2/3.
 	// +optional
 	ItemsSummary string `json:"itemsSummary,omitempty"`
 	// items are the plan's changes, executed in this order.

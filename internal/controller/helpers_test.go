@@ -236,27 +236,34 @@ func conditionReason(vpc *advisorv1alpha1.VirtPlatformConfig, t string) string {
 // eventReasons lists the reasons of the Events about the config, oldest first.
 func eventReasons() []string {
 	GinkgoHelper()
-	list := &eventsv1.EventList{}
-	Expect(k8s.List(ctx, list)).To(Succeed())
 	var out []string
-	uid := getConfig().UID
-	for _, e := range list.Items {
-		if e.Regarding.UID == uid {
-			out = append(out, e.Reason)
+	for _, e := range configEvents() {
+		out = append(out, e.Reason)
+	}
+	return out
+}
+
+// eventNotes lists the notes of the Events about the config with the given reason.
+func eventNotes(reason string) []string {
+	GinkgoHelper()
+	var out []string
+	for _, e := range configEvents() {
+		if e.Reason == reason {
+			out = append(out, e.Note)
 		}
 	}
 	return out
 }
 
-func eventNotes(reason string) []string {
+func configEvents() []eventsv1.Event {
 	GinkgoHelper()
 	list := &eventsv1.EventList{}
 	Expect(k8s.List(ctx, list)).To(Succeed())
-	var out []string
 	uid := getConfig().UID
+	var out []eventsv1.Event
 	for _, e := range list.Items {
-		if e.Regarding.UID == uid && e.Reason == reason {
-			out = append(out, e.Note)
+		if e.Regarding.UID == uid {
+			out = append(out, e)
 		}
 	}
 	return out

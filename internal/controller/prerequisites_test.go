@@ -5,6 +5,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
@@ -45,7 +47,22 @@ var _ = Describe("Prerequisites", func() {
 		Eventually(phase).WithTimeout(90 * time.Second).Should(Equal(advisorv1alpha1.PhaseDrifted))
 	})
 
-	It("names the operator of a missing optional kind and how to do without it", func() {
+	It("fails a config of a profile this operator version does not implement, saying to upgrade", func() {
+		vpc := &advisorv1alpha1.VirtPlatformConfig{
+			ObjectMeta: metav1.ObjectMeta{Name: "virt-higher-density"},
+			Spec:       advisorv1alpha1.VirtPlatformConfigSpec{Profile: advisorv1alpha1.ProfileVirtHigherDensity},
+		}
+		Expect(k8s.Create(ctx, vpc)).To(Succeed())
+		DeferCleanup(deleteAndWait, vpc)
+		Eventually(func(g Gomega) {
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(vpc), vpc)).To(Succeed())
+			g.Expect(vpc.Status.Phase).To(Equal(advisorv1alpha1.PhaseFailed))
+			g.Expect(vpc.Status.Conditions).To(ContainElement(And(HaveField("Reason", "UnknownProfile"),
+				HaveField("Message", ContainSubstring("upgrade the virt advisor operator")))))
+		}).Should(Succeed())
+	})
+
+	It("plans no MachineConfig when PSI metrics are turned off", func() {
 		createConfig(advisorv1alpha1.VirtPlatformConfigSpec{
 			Action:  advisorv1alpha1.ActionDryRun,
 			Options: &advisorv1alpha1.ProfileOptions{LoadAware: &advisorv1alpha1.LoadAwareOptions{EnablePSIMetrics: new(bool)}},

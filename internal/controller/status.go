@@ -116,7 +116,8 @@ func phaseReason(vpc *advisorv1alpha1.VirtPlatformConfig) (string, string) {
 	return c.Reason, c.Message
 }
 
-// summarize fills the fields derived from the items: highest impact and "done/total".
+// summarize fills the fields derived from the items: the highest impact and
+// "completed/applicable".
 func summarize(st *advisorv1alpha1.VirtPlatformConfigStatus) {
 	if len(st.Items) == 0 {
 		st.ImpactSeverity, st.ItemsSummary = "", ""
@@ -124,9 +125,13 @@ func summarize(st *advisorv1alpha1.VirtPlatformConfigStatus) {
 	}
 	rank := map[advisorv1alpha1.ImpactSeverity]int{advisorv1alpha1.ImpactLow: 1, advisorv1alpha1.ImpactMedium: 2, advisorv1alpha1.ImpactHigh: 3}
 	impact := advisorv1alpha1.ImpactLow
-	done := 0
+	done, applicable := 0, 0
 	for _, it := range st.Items {
-		if it.State != advisorv1alpha1.ItemSkipped && rank[it.ImpactSeverity] > rank[impact] {
+		if it.State == advisorv1alpha1.ItemSkipped {
+			continue
+		}
+		applicable++
+		if rank[it.ImpactSeverity] > rank[impact] {
 			impact = it.ImpactSeverity
 		}
 		if it.State == advisorv1alpha1.ItemCompleted {
@@ -134,5 +139,6 @@ func summarize(st *advisorv1alpha1.VirtPlatformConfigStatus) {
 		}
 	}
 	st.ImpactSeverity = impact
-	st.ItemsSummary = fmt.Sprintf("%d/%d", done, len(st.Items))
+	// Skipped items are not counted: a completed plan reads n/n.
+	st.ItemsSummary = fmt.Sprintf("%d/%d", done, applicable)
 }

@@ -56,6 +56,13 @@ var (
 	mcpGVK         = schema.GroupVersionKind{Group: "machineconfiguration.openshift.io", Version: "v1", Kind: "MachineConfigPool"}
 )
 
+// Reads and server-side applies (create or patch) of the targets, reads of what the plan
+// depends on; list and watch for the metadata-only drift watches.
+// +kubebuilder:rbac:groups=operator.openshift.io,resources=kubedeschedulers,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigs,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigpools,verbs=get;list;watch
+// +kubebuilder:rbac:groups=hco.kubevirt.io,resources=hyperconvergeds,verbs=get;list;watch
+
 // Profile is the load-aware-rebalancing profile.
 type Profile struct{}
 

@@ -40,6 +40,17 @@ var _ = Describe("The optimistic lock", func() {
 		Expect(deschedulerInterval()).To(BeEquivalentTo(60))
 	})
 
+	It("rule 4: a stale-plan redraft interrupted by an API error still needs a fresh approval", func() {
+		createConfig(advisorv1alpha1.VirtPlatformConfigSpec{Action: advisorv1alpha1.ActionDryRun})
+		waitPhase(advisorv1alpha1.PhaseReviewRequired)
+		editDescheduler(`{"spec":{"deschedulingIntervalSeconds":1800}}`)
+		profileReader.failNext("KubeDescheduler", 1)
+		patchSpec(`{"action":"Apply"}`)
+		Eventually(func() string { return conditionReason(getConfig(), "ReviewRequired") }).Should(Equal("PlanStale"))
+		Consistently(func() bool { return managedByOperator(descheduler()) }).Should(BeFalse())
+		Expect(phase()).To(Equal(advisorv1alpha1.PhaseReviewRequired))
+	})
+
 	It("rule 4: treats a target that appeared after review as a change", func() {
 		createConfig(advisorv1alpha1.VirtPlatformConfigSpec{Action: advisorv1alpha1.ActionDryRun})
 		reviewed := waitPhase(advisorv1alpha1.PhaseReviewRequired)

@@ -14,6 +14,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -44,6 +45,9 @@ var (
 	// kubeconfig lets the tests drive the cluster with kubectl like an administrator.
 	kubeconfig string
 	registry   *profiles.Registry
+	// profileReader is what the controller and the profiles read through; tests make it
+	// fail to play an unavailable API server.
+	profileReader *faultyReader
 )
 
 func TestController(t *testing.T) {
@@ -83,9 +87,10 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	registry, err = profiles.NewRegistry(loadaware.New())
 	Expect(err).NotTo(HaveOccurred())
+	profileReader = &faultyReader{Reader: mgr.GetAPIReader()}
 	reconciler := &controller.VirtPlatformConfigReconciler{
 		Client:             mgr.GetClient(),
-		APIReader:          mgr.GetAPIReader(),
+		APIReader:          profileReader,
 		Profiles:           registry,
 		Engine:             &plan.Engine{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient()},
 		Recorder:           mgr.GetEventRecorder("virt-advisor-operator"),
@@ -233,3 +238,31 @@ type testClock struct{ offset atomic.Int64 }
 
 func (c *testClock) Now() time.Time          { return time.Now().Add(time.Duration(c.offset.Load())) }
 func (c *testClock) Advance(d time.Duration) { c.offset.Add(int64(d)) }
+
+// faultyReader fails the next reads of one kind, as an overloaded API server would.
+type faultyReader struct {
+	client.Reader
+	mu    sync.Mutex
+	kind  string
+	count int
+}
+
+// failNext makes the next n reads of kind fail with 503 Service Unavailable.
+func (f *faultyReader) failNext(kind string, n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.kind, f.count = kind, n
+}
+
+func (f *faultyReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	f.mu.Lock()
+	fail := f.count > 0 && obj.GetObjectKind().GroupVersionKind().Kind == f.kind
+	if fail {
+		f.count--
+	}
+	f.mu.Unlock()
+	if fail {
+		return apierrors.NewServiceUnavailable("injected: the API server is overloaded")
+	}
+	return f.Reader.Get(ctx, key, obj, opts...)
+}

@@ -119,12 +119,18 @@ func (r *VirtPlatformConfigReconciler) step(ctx context.Context, s *scope) (ctrl
 	}
 	// Rule 1: any spec change other than action and approvedPlanHash redrafts the plan,
 	// whatever the phase, so a stale plan is never executed.
-	if st.Phase == advisorv1alpha1.PhasePending || st.Phase == advisorv1alpha1.PhaseDrafting || st.PlanSpecHash != s.specHash {
+	if st.Phase == advisorv1alpha1.PhasePending || st.PlanSpecHash != s.specHash {
 		reason, msg := "SpecChanged", "the spec changed: drafting a fresh plan"
 		if st.Phase == advisorv1alpha1.PhasePending {
 			reason, msg = "Drafting", "drafting the plan"
 		}
 		return r.draft(ctx, s, reason, msg, false)
+	}
+	if st.Phase == advisorv1alpha1.PhaseDrafting {
+		// A draft that failed on its way (the API server was unavailable) is retried as
+		// what it was: a redraft the operator started still needs a fresh approval.
+		reason, msg := phaseReason(s.before)
+		return r.draft(ctx, s, reason, msg, reason == reasonPlanStale)
 	}
 	switch st.Phase {
 	case advisorv1alpha1.PhasePrerequisiteFailed:

@@ -1,7 +1,6 @@
 package plan
 
 import (
-	"regexp"
 	"sort"
 	"strings"
 
@@ -11,7 +10,21 @@ import (
 // FieldPath is the path of one field inside an object, as its map keys from the root.
 type FieldPath []string
 
-var plainSegment = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
+// isPlain tells whether a key can be written bare in a dotted path.
+func isPlain(seg string) bool {
+	if seg == "" {
+		return false
+	}
+	for i, r := range seg {
+		switch {
+		case r == '_', r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z':
+		case i > 0 && (r == '-' || r >= '0' && r <= '9'):
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // String renders the path the way status.items[].managedFields shows it:
 // dotted keys, with keys that are not plain identifiers quoted in brackets,
@@ -19,7 +32,7 @@ var plainSegment = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_-]*$`)
 func (p FieldPath) String() string {
 	var b strings.Builder
 	for i, seg := range p {
-		if plainSegment.MatchString(seg) {
+		if isPlain(seg) {
 			if i > 0 {
 				b.WriteByte('.')
 			}
@@ -45,14 +58,18 @@ var identityPaths = map[string]bool{
 // ManagedPaths lists the leaf paths a desired object sets, sorted. A leaf is a scalar, a
 // list (lists are compared whole) or an empty map (an explicit {} is a value of its own).
 func ManagedPaths(desired *unstructured.Unstructured) []FieldPath {
-	var out []FieldPath
+	type leaf struct {
+		path FieldPath
+		name string
+	}
+	var leaves []leaf
 	var walk func(prefix FieldPath, v any)
 	walk = func(prefix FieldPath, v any) {
 		m, ok := v.(map[string]any)
 		if !ok || (len(m) == 0 && len(prefix) > 0) {
 			p := append(FieldPath(nil), prefix...)
-			if !identityPaths[p.String()] {
-				out = append(out, p)
+			if name := p.String(); !identityPaths[name] {
+				leaves = append(leaves, leaf{p, name})
 			}
 			return
 		}
@@ -61,7 +78,11 @@ func ManagedPaths(desired *unstructured.Unstructured) []FieldPath {
 		}
 	}
 	walk(nil, desired.Object)
-	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	sort.Slice(leaves, func(i, j int) bool { return leaves[i].name < leaves[j].name })
+	out := make([]FieldPath, len(leaves))
+	for i, l := range leaves {
+		out[i] = l.path
+	}
 	return out
 }
 

@@ -334,14 +334,14 @@ spec: {size: 3}
 	})
 
 	It("skips an item with a skip reason without reading or dry-running its target", func() {
-		it := deschedulerItem()
-		it.Desired = descheduler("profiles: [LongLifecycle, KubeVirtRelieveAndMigrate]") // would be rejected
-		it.SkipReason = "the Kube Descheduler Operator is not installed"
+		skipped := deschedulerItem()
+		skipped.Desired = descheduler("profiles: [LongLifecycle, KubeVirtRelieveAndMigrate]") // would be rejected
+		skipped.SkipReason = "the Kube Descheduler Operator is not installed"
 
-		pi := draftOne(it)
+		pi := draftOne(skipped)
 
 		Expect(pi.State).To(Equal(advisorv1alpha1.ItemSkipped))
-		Expect(pi.Message).To(Equal(it.SkipReason))
+		Expect(pi.Message).To(Equal(skipped.SkipReason))
 		Expect(pi.Diff).To(BeEmpty())
 		Expect(pi.ManagedFields).To(BeEmpty())
 	})

@@ -68,3 +68,26 @@ func changedLines(diff string) (removed, added []string) {
 	}
 	return removed, added
 }
+
+// loadAwareRemovedLines and loadAwareAddedLines are the changed lines of the diff from
+// the administrator's KubeDescheduler to the load-aware plan, whether the diff is
+// computed directly or drafted through a server-side-apply dry-run.
+var (
+	loadAwareRemovedLines = []string{
+		"-  deschedulingIntervalSeconds: 3600",
+		"-  mode: Predictive",
+		"-  - LifecycleAndUtilization",
+	}
+	loadAwareAddedLines = []string{
+		"+  annotations:",
+		"+    advisor.kubevirt.io/profile: load-aware-rebalancing",
+		"+  labels:",
+		"+    advisor.kubevirt.io/managed-by: virt-advisor-operator",
+		"+  deschedulingIntervalSeconds: 60",
+		"+  mode: Automatic",
+		"+  profileCustomizations:",
+		"+    devDeviationThresholds: AsymmetricLow",
+		"+    devEnableEvictionsInBackground: true",
+		"+  - KubeVirtRelieveAndMigrate",
+	}
+)

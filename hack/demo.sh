@@ -77,8 +77,11 @@ echo
 echo "Nothing has been changed yet; the descheduler still has its old profiles:"
 run kubectl get kubedescheduler cluster -n openshift-kube-descheduler-operator -o jsonpath='{.spec.profiles}{"\n"}'
 
-step "Approving: spec.action Apply"
-run kubectl patch vpc load-aware-rebalancing --type=json -p='[{"op":"replace","path":"/spec/action","value":"Apply"}]'
+step "Approving exactly the plan shown: the command the status gives (action Apply, pinned to the plan hash)"
+run kubectl get vpc load-aware-rebalancing -o jsonpath='{.status.approval.command}{"\n"}'
+approve=$(kubectl get vpc load-aware-rebalancing -o jsonpath='{.status.approval.command}')
+[[ $approve == "kubectl patch vpc load-aware-rebalancing "* ]] || fail "the status gives no approval command"
+run bash -c "$approve"
 run kubectl wait vpc/load-aware-rebalancing --for=jsonpath='{.status.items[1].state}'=InProgress --timeout=60s ||
 	fail "the PSI MachineConfig was not applied"
 run kubectl get vpc load-aware-rebalancing -o jsonpath='{range .status.items[*]}{.name}{": "}{.state}{" - "}{.message}{"\n"}{end}'

@@ -126,6 +126,19 @@ const (
 	ImpactHigh   ImpactSeverity = "High"
 )
 
+// ItemAction is what executing an item does to its target.
+// +kubebuilder:validation:Enum=Apply;Release
+type ItemAction string
+
+const (
+	// ItemActionApply server-side applies the item's desired state.
+	ItemActionApply ItemAction = "Apply"
+	// ItemActionRelease hands back the fields an earlier plan applied to a target that is no
+	// longer part of the plan: the target keeps its values, the operator stops managing and
+	// watching it.
+	ItemActionRelease ItemAction = "Release"
+)
+
 // ItemState is how far one plan item got.
 // +kubebuilder:validation:Enum=Pending;InProgress;Completed;Failed;Skipped
 type ItemState string
@@ -213,6 +226,138 @@ type PlanItem struct {
 	// lastTransitionTime is when state last changed.
 	// +optional
 	LastTransitionTime *metav1.Time `json:"lastTransitionTime,omitempty"`
+	// action is Apply (the default: server-side apply desiredState) or Release (the item
+	// left the plan: approving it hands back the fields an earlier plan applied, leaving
+	// their values as they are).
+	// +optional
+	Action ItemAction `json:"action,omitempty"`
+	// components are the parts of the profile whose changes this item carries, when
+	// several write the same target (one item per target).
+	// +optional
+	// +listType=atomic
+	Components []string `json:"components,omitempty"`
+	// targetHash is the SHA-256 of the values at managedFields that applying the item leaves
+	// on the target (from the dry-run). A target that already holds them needs no write.
+	// +optional
+	TargetHash string `json:"targetHash,omitempty"`
+	// controlsHash is the SHA-256 of the target's user-control annotations
+	// (advisor.kubevirt.io/mode, ignore-fields, patch) when the item was drafted: changing
+	// them redrafts the plan.
+	// +optional
+	ControlsHash string `json:"controlsHash,omitempty"`
+	// conflicts are fields the item sets that another field manager (another controller, a
+	// GitOps tool, another profile) owns with a different value. Applying the approved plan
+	// takes them over; nothing is taken before that approval.
+	// +optional
+	// +listType=atomic
+	Conflicts []FieldConflict `json:"conflicts,omitempty"`
+	// ignoredFields are the JSON pointers the target's advisor.kubevirt.io/ignore-fields
+	// annotation hands to the user: left out of desiredState's managed paths, the diff and
+	// drift.
+	// +optional
+	// +listType=atomic
+	IgnoredFields []string `json:"ignoredFields,omitempty"`
+	// applied records what the item last applied to its target; drift is judged against
+	// it in every phase after an apply.
+	// +optional
+	Applied *AppliedRecord `json:"applied,omitempty"`
+	// waitingSince is when the current wait for the item to take effect began: its apply,
+	// or the resume of a paused execution. waitTimeout counts from here.
+	// +optional
+	WaitingSince *metav1.Time `json:"waitingSince,omitempty"`
+}
+
+// FieldConflict is a field the plan sets that another field manager owns with another value.
+type FieldConflict struct {
+	// path of the field, e.g. spec.mode.
+	Path string `json:"path"`
+	// manager is the field manager that owns it, e.g. argocd-controller.
+	Manager string `json:"manager"`
+	// liveValue is the field's current value, as JSON.
+	// +optional
+	LiveValue string `json:"liveValue,omitempty"`
+	// plannedValue is the value the plan sets, as JSON.
+	// +optional
+	PlannedValue string `json:"plannedValue,omitempty"`
+}
+
+// AppliedRecord is what one item left on its target.
+type AppliedRecord struct {
+	// fields are the managed paths the apply set.
+	// +listType=atomic
+	Fields []string `json:"fields"`
+	// hash is the SHA-256 of the values at fields right after the apply.
+	Hash string `json:"hash"`
+	// planHash is the status.planHash of the approved plan the apply belonged to.
+	// +optional
+	PlanHash string `json:"planHash,omitempty"`
+	// desiredHash is the SHA-256 of the desired state that was applied: a plan item whose
+	// desired state hashes differently proposes a change (an upgrade or input change).
+	// +optional
+	DesiredHash string `json:"desiredHash,omitempty"`
+	// time is when the apply happened.
+	// +optional
+	Time *metav1.Time `json:"time,omitempty"`
+}
+
+// ApprovalStatus records what approves the plan in status and what approved the execution.
+// The operator decides from these fields only, never from a condition's reason.
+type ApprovalStatus struct {
+	// required is true while the plan in status waits for an approval.
+	// +optional
+	Required bool `json:"required,omitempty"`
+	// minGeneration is the lowest metadata.generation whose spec.action Apply approves the
+	// plan in status. A plan the operator drafted on its own (a target changed after review,
+	// drift, an input change, an operator upgrade, the retry of a failed item) is approved
+	// only by a spec change made after it was shown. spec.approvedPlanHash equal to
+	// status.planHash approves exactly that plan.
+	// +optional
+	MinGeneration int64 `json:"minGeneration,omitempty"`
+	// operatorDrafted is true when the operator drafted the plan in status on its own; when it
+	// is shown, minGeneration moves past the generation it is shown at, so only an approval
+	// given after it was shown approves it, however long its draft took.
+	// +optional
+	OperatorDrafted bool `json:"operatorDrafted,omitempty"`
+	// cause is why the operator drafted the plan on its own (PlanStale, DriftDetected,
+	// InputDependencyDrift, UpgradeAvailable, ItemFailed), shown as the reason of the
+	// condition that asks for the approval, also when the draft was interrupted.
+	// +optional
+	Cause string `json:"cause,omitempty"`
+	// command is the exact command that approves the plan shown, when one is required.
+	// +optional
+	Command string `json:"command,omitempty"`
+	// approvedPlanHash is the planHash the current (or last) execution was approved for.
+	// +optional
+	ApprovedPlanHash string `json:"approvedPlanHash,omitempty"`
+	// approvedGeneration is the metadata.generation whose spec gave that approval.
+	// +optional
+	ApprovedGeneration int64 `json:"approvedGeneration,omitempty"`
+}
+
+// DriftCorrectionStatus is the state of automatic drift correction (bypassOptimisticLock).
+type DriftCorrectionStatus struct {
+	// stoppedAtGeneration is set when corrections were throttled three times in a row
+	// (Thrashing): they stay stopped while metadata.generation is this one.
+	// +optional
+	StoppedAtGeneration int64 `json:"stoppedAtGeneration,omitempty"`
+	// message says what kept changing.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// InputReference names an object a plan was rendered from without writing it, such as
+// the HyperConverged whose live-migration limits cap the descheduler's evictions.
+type InputReference struct {
+	// apiVersion of the input.
+	APIVersion string `json:"apiVersion"`
+	// kind of the input.
+	Kind string `json:"kind"`
+	// namespace of the input; empty for cluster-scoped kinds or a list across namespaces.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// name of the input; empty when the plan read every object of the kind.
+	// +optional
+	Name string `json:"name,omitempty"`
 }
 
 // VirtPlatformConfigStatus is what the operator planned, did and observes.
@@ -235,10 +380,33 @@ type VirtPlatformConfigStatus struct {
 	// impactSeverity is the highest impact of the plan's items.
 	// +optional
 	ImpactSeverity ImpactSeverity `json:"impactSeverity,omitempty"`
-	// planHash is the SHA-256 of the plan's desired states and diffs; copy it into
+	// planHash is the SHA-256 of the plan's revision, desired states and diffs; copy it into
 	// spec.approvedPlanHash to pin an approval to this exact plan.
 	// +optional
 	PlanHash string `json:"planHash,omitempty"`
+	// planRevision counts the plans drafted for this config; every plan shown has its own,
+	// so an approval pinned to one plan never approves a later one.
+	// +optional
+	PlanRevision int64 `json:"planRevision,omitempty"`
+	// approval records what approves the plan shown and what approved the execution.
+	// +optional
+	Approval *ApprovalStatus `json:"approval,omitempty"`
+	// fieldManager is the server-side-apply field manager of this profile: it owns exactly
+	// the fields the plan applies.
+	// +optional
+	FieldManager string `json:"fieldManager,omitempty"`
+	// inputs are the objects the plan was rendered from without writing them; a change of
+	// one that changes the plan redrafts it (reason InputDependencyDrift).
+	// +optional
+	// +listType=atomic
+	Inputs []InputReference `json:"inputs,omitempty"`
+	// inputsHash is the SHA-256 of what the plan read from its inputs (and of the
+	// user-control annotations of its targets).
+	// +optional
+	InputsHash string `json:"inputsHash,omitempty"`
+	// driftCorrection is the state of automatic drift correction (bypassOptimisticLock).
+	// +optional
+	DriftCorrection *DriftCorrectionStatus `json:"driftCorrection,omitempty"`
 	// sourceSnapshotHash is the SHA-256 of the live values the plan would change (absent
 	// targets and fields included) when it was drafted: the optimistic lock.
 	// +optional

@@ -79,12 +79,25 @@ var _ = Describe("Watching a completed plan", func() {
 			waitPhase(advisorv1alpha1.PhaseCompleted)
 		}
 
-		By("the next ones are held back with a Throttled event, until three in a row mean Thrashing")
+		By("the next ones are held back with a Throttled event, until three throttle episodes without a correction holding mean Thrashing")
 		throttledBefore := metricValue("virt_advisor_throttled_total", nil)
+		throttled := func() float64 { return metricValue("virt_advisor_throttled_total", nil) }
 		for i, interval := range []string{"1003", "1004", "1005"} {
 			editDescheduler(`{"spec":{"deschedulingIntervalSeconds":` + interval + `}}`)
-			Eventually(func() float64 { return metricValue("virt_advisor_throttled_total", nil) }).
-				Should(Equal(throttledBefore + float64(i+1)))
+			Eventually(throttled).Should(Equal(throttledBefore + float64(i+1)))
+			if i == 2 {
+				break
+			}
+			By("more events during one throttle wait are the same episode")
+			poke()
+			poke()
+			Consistently(throttled).WithTimeout(time.Second).Should(Equal(throttledBefore + float64(i+1)))
+			Expect(phase()).To(Equal(advisorv1alpha1.PhaseDrifted))
+			By("once the wait is over the correction goes through, and is undone again right away")
+			clock.Advance(31 * time.Second)
+			poke()
+			Eventually(deschedulerInterval).Should(BeEquivalentTo(60))
+			waitPhase(advisorv1alpha1.PhaseCompleted)
 		}
 		Eventually(func() string { return conditionReason(getConfig(), "Drifted") }).Should(Equal("Thrashing"))
 		thrashing := waitPhase(advisorv1alpha1.PhaseDrifted)

@@ -43,6 +43,12 @@ var (
 // as an administrator left it, a worker pool rolled out without the PSI MachineConfig.
 func resetCluster() {
 	GinkgoHelper()
+	if stopRunning == nil {
+		// A spec that stopped the operator failed before starting it again.
+		startManager()
+	}
+	faults.clear()
+	profileReader.failNext("", 0)
 	deleteAndWait(&advisorv1alpha1.VirtPlatformConfig{ObjectMeta: metav1.ObjectMeta{Name: configName}})
 	Expect(client.IgnoreNotFound(k8s.DeleteAllOf(ctx, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{},
 		client.MatchingLabels{"test": "freeze"}))).To(Succeed())
@@ -61,8 +67,9 @@ func resetCluster() {
 
 func deleteAndWait(obj client.Object) {
 	GinkgoHelper()
-	Expect(client.IgnoreNotFound(k8s.Delete(ctx, obj))).To(Succeed())
+	// Deleted again while it exists: a reconcile still in flight may write it once more.
 	Eventually(func() bool {
+		Expect(client.IgnoreNotFound(k8s.Delete(ctx, obj))).To(Succeed())
 		return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj))
 	}).Should(BeTrue(), "%s was not deleted", obj.GetName())
 }
@@ -272,7 +279,7 @@ func configEvents() []eventsv1.Event {
 // managedByOperator tells whether the operator's field manager owns fields of obj.
 func managedByOperator(obj *unstructured.Unstructured) bool {
 	for _, mf := range obj.GetManagedFields() {
-		if mf.Manager == plan.FieldManager {
+		if mf.Manager == plan.FieldManagerFor(configName) {
 			return true
 		}
 	}
@@ -316,6 +323,31 @@ func matches(m *dto.Metric, labels map[string]string) bool {
 // still answering dry-runs, as an admission policy of a cluster in maintenance would.
 func freezeDescheduler() {
 	GinkgoHelper()
+	admitDescheduler("request.dryRun == true", "the KubeDescheduler is frozen for maintenance")
+}
+
+// rejectDeschedulerWrites makes the API server refuse every write to the KubeDescheduler,
+// dry-runs included.
+func rejectDeschedulerWrites() {
+	GinkgoHelper()
+	admitDescheduler("false", "the KubeDescheduler is frozen for maintenance, dry-runs too")
+}
+
+// liftAdmissionPolicies removes the policies of freezeDescheduler and rejectDeschedulerWrites.
+func liftAdmissionPolicies() {
+	GinkgoHelper()
+	Expect(client.IgnoreNotFound(k8s.DeleteAllOf(ctx, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{},
+		client.MatchingLabels{"test": "freeze"}))).To(Succeed())
+	Expect(client.IgnoreNotFound(k8s.DeleteAllOf(ctx, &admissionregistrationv1.ValidatingAdmissionPolicy{},
+		client.MatchingLabels{"test": "freeze"}))).To(Succeed())
+	Eventually(func() error {
+		return k8s.Patch(ctx, object(deschedulerGVK, deschedulerKey), client.RawPatch(types.MergePatchType,
+			[]byte(`{"metadata":{"annotations":{"test/frozen":null}}}`)))
+	}).Should(Succeed())
+}
+
+func admitDescheduler(expression, message string) {
+	GinkgoHelper()
 	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "freeze-descheduler", Labels: map[string]string{"test": "freeze"}},
 		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
@@ -330,8 +362,8 @@ func freezeDescheduler() {
 				}},
 			},
 			Validations: []admissionregistrationv1.Validation{{
-				Expression: "request.dryRun == true",
-				Message:    "the KubeDescheduler is frozen for maintenance",
+				Expression: expression,
+				Message:    message,
 			}},
 		},
 	}

@@ -3,12 +3,14 @@ package controller
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
+	"github.com/kubevirt/virt-advisor-operator/internal/plan"
 	"github.com/kubevirt/virt-advisor-operator/internal/profiles"
 )
 
@@ -22,9 +24,10 @@ type scope struct {
 	opts *advisorv1alpha1.ProfileOptions
 	// specHash identifies the spec a plan drafted now depends on.
 	specHash string
-	// newGeneration is set when the user changed the spec since the last reconcile:
-	// with action Apply it is a fresh approval.
+	// newGeneration is set when the spec changed since the status last reflected it.
 	newGeneration bool
+	// drafted is set when this reconcile drafted the plan in status: its snapshot is fresh.
+	drafted bool
 
 	phaseSet        bool
 	reason, message string
@@ -39,8 +42,11 @@ type transition struct {
 	reason, message string
 }
 
+// note is an Event that is not a phase transition. Its action is the item it is about,
+// or its reason: Events are grouped into series by type, reason and action, so Events
+// about different items must not share one.
 type note struct {
-	eventType, reason, message string
+	eventType, reason, action, message string
 }
 
 func (r *VirtPlatformConfigReconciler) newScope(_ context.Context, vpc *advisorv1alpha1.VirtPlatformConfig) *scope {
@@ -59,6 +65,9 @@ func (r *VirtPlatformConfigReconciler) newScope(_ context.Context, vpc *advisorv
 	return s
 }
 
+// profileName is the config's profile as the plan engine names it.
+func (s *scope) profileName() string { return string(s.vpc.Spec.Profile) }
+
 // setPhase moves the config to a phase with the reason and message its conditions show.
 func (s *scope) setPhase(p advisorv1alpha1.Phase, reason, message string) {
 	from := s.vpc.Status.Phase
@@ -69,18 +78,21 @@ func (s *scope) setPhase(p advisorv1alpha1.Phase, reason, message string) {
 	}
 }
 
-// currentReason is the reason of the phase as it stands in this reconcile.
-func (s *scope) currentReason() string {
-	if s.phaseSet {
-		return s.reason
-	}
-	reason, _ := phaseReason(s.before)
-	return reason
-}
-
 // note records an Event that is not a phase transition.
 func (s *scope) note(eventType, reason, format string, args ...any) {
-	s.notes = append(s.notes, note{eventType: eventType, reason: reason, message: fmt.Sprintf(format, args...)})
+	s.notes = append(s.notes, note{eventType: eventType, reason: reason, action: reason, message: fmt.Sprintf(format, args...)})
+}
+
+// noteItem records an Event about one plan item.
+func (s *scope) noteItem(item, eventType, reason, format string, args ...any) {
+	s.notes = append(s.notes, note{eventType: eventType, reason: reason, action: item, message: fmt.Sprintf(format, args...)})
+}
+
+// noteAll records the Events the plan engine asked for.
+func (s *scope) noteAll(ns []plan.Note) {
+	for _, n := range ns {
+		s.noteItem(n.Item, n.Type, n.Reason, "%s", n.Message)
+	}
 }
 
 // recordEvents emits an Event per phase transition of this reconcile (none when the
@@ -100,8 +112,19 @@ func (s *scope) recordEvents(rec events.EventRecorder) {
 				"%s -> %s (%s): %s", from, t.to, t.reason, t.message)
 		}
 	}
+	// One Event per type, reason and action and reconcile: the Events API folds Events with
+	// the same ones into a series and keeps only the first message.
+	var order []note
+	merged := map[note][]string{}
 	for _, n := range s.notes {
-		rec.Eventf(s.vpc, nil, n.eventType, n.reason, n.reason, "%s", n.message)
+		k := note{eventType: n.eventType, reason: n.reason, action: n.action}
+		if _, seen := merged[k]; !seen {
+			order = append(order, k)
+		}
+		merged[k] = append(merged[k], n.message)
+	}
+	for _, k := range order {
+		rec.Eventf(s.vpc, nil, k.eventType, k.reason, k.action, "%s", strings.Join(merged[k], "; "))
 	}
 }
 
@@ -121,6 +144,11 @@ func (s *scope) clearPlan() {
 	st.PlanHash = ""
 	st.SourceSnapshotHash = ""
 	st.PlanSpecHash = ""
+	st.Inputs = nil
+	st.InputsHash = ""
+	if st.Approval != nil {
+		st.Approval.Required, st.Approval.Command = false, ""
+	}
 }
 
 // setItemState changes an item's state, stamping the transition time when it changes.
@@ -132,4 +160,14 @@ func (s *scope) setItemState(i int, state advisorv1alpha1.ItemState, message str
 		it.LastTransitionTime = &t
 	}
 	it.Message = message
+}
+
+// rehash gives the plan in status a new revision and hash after the operator changed what
+// it shows (drift corrections, a retry): an approval given for the plan before never
+// approves the new one.
+func (s *scope) rehash() {
+	st := &s.vpc.Status
+	st.PlanRevision++
+	st.PlanHash = plan.PlanHash(st.PlanRevision, st.Items)
+	st.SourceSnapshotHash = plan.CombinedSnapshotHash(st.Items)
 }

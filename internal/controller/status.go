@@ -1,7 +1,15 @@
 package controller
 
 import (
+	"context"
+	"errors"
 	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubevirt/virt-advisor-operator/internal/metrics"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -100,15 +108,17 @@ func syncConditions(vpc *advisorv1alpha1.VirtPlatformConfig, reason, message str
 func secondaryReason(p advisorv1alpha1.Phase, condType string) string {
 	switch {
 	case p == advisorv1alpha1.PhaseCompletedWithErrors && condType == advisorv1alpha1.ConditionFailed:
-		return "ItemsFailed"
+		return advisorv1alpha1.ReasonItemsFailed
 	case p == advisorv1alpha1.PhaseCompletedWithUpgrade && condType == advisorv1alpha1.ConditionCompleted:
-		return "Applied"
+		return advisorv1alpha1.ReasonApplied
 	}
 	return string(p)
 }
 
-// phaseReason returns the reason and message last recorded for the current phase.
-func phaseReason(vpc *advisorv1alpha1.VirtPlatformConfig) (string, string) {
+// shownText returns the reason and message the current phase's condition shows, so a
+// reconcile that does not move the config keeps showing them. Display only: nothing is
+// decided from them.
+func shownText(vpc *advisorv1alpha1.VirtPlatformConfig) (string, string) {
 	c := meta.FindStatusCondition(vpc.Status.Conditions, primaryCondition(vpc.Status.Phase))
 	if c == nil {
 		return "", ""
@@ -141,4 +151,42 @@ func summarize(st *advisorv1alpha1.VirtPlatformConfigStatus) {
 	st.ImpactSeverity = impact
 	// Skipped items are not counted: a completed plan reads n/n.
 	st.ItemsSummary = fmt.Sprintf("%d/%d", done, applicable)
+}
+
+// errStatusConflict: the status write found the config changed since it was read.
+var errStatusConflict = errors.New("the VirtPlatformConfig changed since it was read")
+
+// persist finishes the status (observed generation, conditions, summary), writes it with
+// one merge patch guarded by the resourceVersion that was read (a deposed leader or a
+// stale read never overwrites a newer status), records the Events of the transitions and
+// updates the watches and metrics. A failed step does not advance observedGeneration, so
+// the next attempt still sees the spec change as new. Nothing is written when nothing
+// changed.
+func (r *VirtPlatformConfigReconciler) persist(ctx context.Context, s *scope, stepSucceeded bool) error {
+	vpc := s.vpc
+	if stepSucceeded {
+		vpc.Status.ObservedGeneration = vpc.Generation
+	}
+	reason, message := s.reason, s.message
+	if !s.phaseSet {
+		reason, message = shownText(s.before)
+	}
+	syncConditions(vpc, reason, message)
+	summarize(&vpc.Status)
+	if !equality.Semantic.DeepEqual(s.before.Status, vpc.Status) {
+		patch := client.MergeFromWithOptions(s.before, client.MergeFromWithOptimisticLock{})
+		if err := r.Client.Status().Patch(ctx, vpc, patch); err != nil {
+			switch {
+			case apierrors.IsNotFound(err):
+				return nil
+			case apierrors.IsConflict(err):
+				return errStatusConflict
+			}
+			return fmt.Errorf("patch status of VirtPlatformConfig %s: %w", vpc.Name, err)
+		}
+	}
+	s.recordEvents(r.Recorder)
+	r.watches.track(vpc)
+	metrics.Observe(vpc)
+	return nil
 }

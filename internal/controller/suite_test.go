@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,8 +17,11 @@ import (
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -48,7 +52,71 @@ var (
 	// profileReader is what the controller and the profiles read through; tests make it
 	// fail to play an unavailable API server.
 	profileReader *faultyReader
+	// faults makes the operator's requests fail, as a crash or an unreachable API server
+	// would, on the wire.
+	faults = &faultInjector{}
+	// restConfig reaches the test control plane.
+	restConfig *rest.Config
+	// stopRunning stops the running manager and waits until it stopped.
+	stopRunning func()
 )
+
+// startManager starts the operator as a fresh process would: a new manager, cache,
+// reconciler and throttle, knowing only what the API server holds.
+func startManager() {
+	GinkgoHelper()
+	operatorCfg := rest.CopyConfig(restConfig)
+	operatorCfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return requests.wrap(faults.wrap(rt)) })
+	mgr, err := ctrl.NewManager(operatorCfg, ctrl.Options{
+		Scheme:                 testenv.Scheme(),
+		Cache:                  controller.CacheOptions(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		// A restarted manager registers the same controller name again.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	Expect(err).NotTo(HaveOccurred())
+	profileReader = &faultyReader{Reader: mgr.GetAPIReader()}
+	reconciler := &controller.VirtPlatformConfigReconciler{
+		Client:             mgr.GetClient(),
+		APIReader:          profileReader,
+		Profiles:           registry,
+		Engine:             &plan.Engine{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient()},
+		Recorder:           mgr.GetEventRecorder("virt-advisor-operator"),
+		Version:            operatorVersion,
+		HealthPollInterval: 200 * time.Millisecond,
+		DriftThrottle:      controller.NewDriftThrottle(2, time.Minute, 3),
+		Now:                clock.Now,
+	}
+	Expect(reconciler.SetupWithManager(mgr)).To(Succeed())
+	mgrCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer GinkgoRecover()
+		defer close(done)
+		Expect(mgr.Start(mgrCtx)).To(Succeed())
+	}()
+	stopRunning = func() {
+		stop()
+		<-done
+	}
+}
+
+// stopManager stops the operator, as a killed process stops: whatever it was doing is
+// cut off where it was.
+func stopManager() {
+	if stopRunning != nil {
+		stopRunning()
+		stopRunning = nil
+	}
+}
+
+// restartManager stops the operator and starts a fresh one.
+func restartManager() {
+	GinkgoHelper()
+	stopManager()
+	startManager()
+}
 
 func TestController(t *testing.T) {
 	RegisterFailHandler(Fail)
@@ -76,40 +144,17 @@ var _ = BeforeSuite(func() {
 	kubeconfig = filepath.Join(dir, "kubeconfig")
 	Expect(os.WriteFile(kubeconfig, env.KubeConfig, 0o600)).To(Succeed())
 
-	operatorCfg := rest.CopyConfig(cfg)
-	operatorCfg.Wrap(requests.wrap)
-	mgr, err := ctrl.NewManager(operatorCfg, ctrl.Options{
-		Scheme:                 testenv.Scheme(),
-		Cache:                  controller.CacheOptions(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-	})
+	restConfig = cfg
+	registry, err = profiles.NewRegistry(loadaware.New(), densityProbe{})
 	Expect(err).NotTo(HaveOccurred())
-	registry, err = profiles.NewRegistry(loadaware.New())
-	Expect(err).NotTo(HaveOccurred())
-	profileReader = &faultyReader{Reader: mgr.GetAPIReader()}
-	reconciler := &controller.VirtPlatformConfigReconciler{
-		Client:             mgr.GetClient(),
-		APIReader:          profileReader,
-		Profiles:           registry,
-		Engine:             &plan.Engine{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient()},
-		Recorder:           mgr.GetEventRecorder("virt-advisor-operator"),
-		Version:            operatorVersion,
-		HealthPollInterval: 200 * time.Millisecond,
-		DriftThrottle:      controller.NewDriftThrottle(2, time.Minute, 3),
-		Now:                clock.Now,
-	}
-	Expect(reconciler.SetupWithManager(mgr)).To(Succeed())
-	go func() {
-		defer GinkgoRecover()
-		Expect(mgr.Start(ctx)).To(Succeed())
-	}()
+	startManager()
 
 	kubectl("apply", "-f", testenv.Path("config", "samples", "mock_baseline_resources.yaml"))
 	rolloutPool()
 })
 
 var _ = AfterSuite(func() {
+	stopManager()
 	if cancel != nil {
 		cancel()
 	}
@@ -242,21 +287,32 @@ func (c *testClock) Advance(d time.Duration) { c.offset.Add(int64(d)) }
 // faultyReader fails the next reads of one kind, as an overloaded API server would.
 type faultyReader struct {
 	client.Reader
-	mu    sync.Mutex
-	kind  string
-	count int
+	mu         sync.Mutex
+	kind, name string
+	count      int
 }
 
 // failNext makes the next n reads of kind fail with 503 Service Unavailable.
 func (f *faultyReader) failNext(kind string, n int) {
+	f.failNamed(kind, "", n)
+}
+
+// failNamed makes the next n reads of the object of kind named name (any name when empty)
+// fail with 503 Service Unavailable.
+func (f *faultyReader) failNamed(kind, name string, n int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.kind, f.count = kind, n
+	f.kind, f.name, f.count = kind, name, n
 }
 
 func (f *faultyReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	kind := obj.GetObjectKind().GroupVersionKind().Kind
+	if kind == "" {
+		gvk, _ := apiutil.GVKForObject(obj, testenv.Scheme())
+		kind = gvk.Kind
+	}
 	f.mu.Lock()
-	fail := f.count > 0 && obj.GetObjectKind().GroupVersionKind().Kind == f.kind
+	fail := kind == f.kind && (f.name == "" || f.name == key.Name) && f.count > 0
 	if fail {
 		f.count--
 	}
@@ -265,4 +321,81 @@ func (f *faultyReader) Get(ctx context.Context, key client.ObjectKey, obj client
 		return apierrors.NewServiceUnavailable("injected: the API server is overloaded")
 	}
 	return f.Reader.Get(ctx, key, obj, opts...)
+}
+
+// faultInjector fails chosen requests of the operator on the wire.
+type faultInjector struct {
+	mu    sync.Mutex
+	rules []*faultRule
+}
+
+// faultRule fails requests whose method and path match, after a request matching after
+// (when set) went through, up to count times.
+type faultRule struct {
+	method, pathFragment string
+	after                *faultRule
+	count                int
+	seen                 bool
+	// fired is closed when the rule failed its first request.
+	fired chan struct{}
+}
+
+// failRequests makes the next count requests with that method and path fragment fail with
+// 503, once a request matching after (if any) went through.
+func (f *faultInjector) failRequests(method, pathFragment string, count int, after *faultRule) *faultRule {
+	r := &faultRule{method: method, pathFragment: pathFragment, count: count, after: after, fired: make(chan struct{})}
+	f.mu.Lock()
+	f.rules = append(f.rules, r)
+	f.mu.Unlock()
+	return r
+}
+
+// watchFor records when a request matching method and path went through.
+func (f *faultInjector) watchFor(method, pathFragment string) *faultRule {
+	return f.failRequests(method, pathFragment, 0, nil)
+}
+
+// clear removes every rule.
+func (f *faultInjector) clear() {
+	f.mu.Lock()
+	f.rules = nil
+	f.mu.Unlock()
+}
+
+func (r *faultRule) matches(req *http.Request) bool {
+	return req.Method == r.method && strings.Contains(req.URL.Path, r.pathFragment) && req.URL.Query().Get("dryRun") == ""
+}
+
+func (f *faultInjector) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		f.mu.Lock()
+		var fail *faultRule
+		for _, r := range f.rules {
+			if r.count > 0 && r.matches(req) && (r.after == nil || r.after.seen) {
+				r.count--
+				fail = r
+				break
+			}
+		}
+		f.mu.Unlock()
+		if fail != nil {
+			select {
+			case <-fail.fired:
+			default:
+				close(fail.fired)
+			}
+			return nil, fmt.Errorf("injected: connection to the API server lost")
+		}
+		resp, err := rt.RoundTrip(req)
+		if err == nil && resp.StatusCode < 300 {
+			f.mu.Lock()
+			for _, r := range f.rules {
+				if r.matches(req) {
+					r.seen = true
+				}
+			}
+			f.mu.Unlock()
+		}
+		return resp, err
+	})
 }

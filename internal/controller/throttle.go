@@ -9,41 +9,74 @@ import (
 )
 
 // DriftThrottle limits drift corrections in aggressive mode: each target has a token
-// bucket (a burst of `perWindow` re-applies, refilled at `perWindow` per window). A config
-// whose corrections are held back maxStreak times in a row, each within a window of the
-// previous one, is thrashing against another writer.
+// bucket (a burst of perWindow re-applies, refilled at perWindow per window).
+//
+// It counts throttle episodes, not reconciles: an episode starts when a correction is held
+// back and lasts until the wait is over, however many watch events arrive meanwhile.
+// maxStreak episodes in a row, with no correction holding in between, mean another writer
+// keeps undoing the corrections (thrashing). A correction holds when no drift follows it
+// for a whole window; the streak starts again from zero then.
 type DriftThrottle struct {
 	mu        sync.Mutex
 	perWindow int
 	window    time.Duration
 	maxStreak int
 	buckets   map[string]*rate.Limiter
-	streaks   map[string]throttleStreak
+	configs   map[string]*correctionHistory
 }
 
-type throttleStreak struct {
-	count int
-	last  time.Time
+// correctionHistory is what the throttle remembers of one config.
+type correctionHistory struct {
+	// streak counts the throttle episodes since a correction last held.
+	streak int
+	// episodeEnds is when the current episode's wait is over (zero: no episode).
+	episodeEnds time.Time
+	// lastCorrection is when a correction was last let through.
+	lastCorrection time.Time
+}
+
+// verdict is the throttle's answer to one correction.
+type verdict struct {
+	allowed bool
+	// wait until every target has a token again, when not allowed.
+	wait time.Duration
+	// newEpisode: this hold-back started a throttle episode (Event and metric once).
+	newEpisode bool
+	// streak of episodes without a correction holding.
+	streak int
 }
 
 // NewDriftThrottle allows perWindow re-applies of each target per window and calls
-// maxStreak consecutive throttles thrashing.
+// maxStreak throttle episodes in a row thrashing.
 func NewDriftThrottle(perWindow int, window time.Duration, maxStreak int) *DriftThrottle {
 	return &DriftThrottle{
 		perWindow: perWindow,
 		window:    window,
 		maxStreak: maxStreak,
 		buckets:   map[string]*rate.Limiter{},
-		streaks:   map[string]throttleStreak{},
+		configs:   map[string]*correctionHistory{},
 	}
 }
 
-// allow takes one token from each target's bucket if every bucket has one. Otherwise it
-// takes none and returns how long until they all have one, and the config's streak of
-// consecutive throttles.
-func (t *DriftThrottle) allow(config string, targets []string, now time.Time) (bool, time.Duration, int) {
+func (t *DriftThrottle) history(config string) *correctionHistory {
+	h, ok := t.configs[config]
+	if !ok {
+		h = &correctionHistory{}
+		t.configs[config] = h
+	}
+	return h
+}
+
+// allow takes one token from each target's bucket if every bucket has one; otherwise it
+// takes none and reports the wait and the episode.
+func (t *DriftThrottle) allow(config string, targets []string, now time.Time) verdict {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	h := t.history(config)
+	if !h.lastCorrection.IsZero() && now.Sub(h.lastCorrection) >= t.window && h.episodeEnds.IsZero() {
+		// The last correction held for a whole window before this drift.
+		h.streak = 0
+	}
 	var wait time.Duration
 	for _, target := range targets {
 		b := t.bucket(target)
@@ -56,16 +89,18 @@ func (t *DriftThrottle) allow(config string, targets []string, now time.Time) (b
 		for _, target := range targets {
 			t.bucket(target).AllowN(now, 1)
 		}
-		return true, 0, t.streaks[config].count
+		h.episodeEnds = time.Time{}
+		h.lastCorrection = now
+		return verdict{allowed: true, streak: h.streak}
 	}
-	s := t.streaks[config]
-	if s.count == 0 || now.Sub(s.last) > t.window {
-		s.count = 0
+	v := verdict{wait: wait}
+	if h.episodeEnds.IsZero() || !now.Before(h.episodeEnds) {
+		h.streak++
+		v.newEpisode = true
 	}
-	s.count++
-	s.last = now
-	t.streaks[config] = s
-	return false, wait, s.count
+	h.episodeEnds = now.Add(wait)
+	v.streak = h.streak
+	return v
 }
 
 func (t *DriftThrottle) bucket(target string) *rate.Limiter {
@@ -77,15 +112,22 @@ func (t *DriftThrottle) bucket(target string) *rate.Limiter {
 	return b
 }
 
-// calm ends a config's streak: its targets are in sync, or the user changed the spec.
-func (t *DriftThrottle) calm(config string) {
+// inSync notes that a config's targets are as applied: an ongoing episode is over.
+func (t *DriftThrottle) inSync(config string, _ time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	delete(t.streaks, config)
+	if h, ok := t.configs[config]; ok {
+		h.episodeEnds = time.Time{}
+	}
 }
 
-// forget drops a deleted config's streak.
-func (t *DriftThrottle) forget(config string) { t.calm(config) }
+// forget drops a config's history (the config was deleted, or the user changed its spec
+// after it stopped correcting).
+func (t *DriftThrottle) forget(config string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.configs, config)
+}
 
 func (t *DriftThrottle) describe() string {
 	return fmt.Sprintf("%d re-applies per %s per target", t.perWindow, t.window)

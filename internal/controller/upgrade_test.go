@@ -29,6 +29,28 @@ func pretendOlderOperator(change func(it *advisorv1alpha1.PlanItem)) {
 	Expect(k8s.Status().Patch(ctx, vpc, client.MergeFrom(before))).To(Succeed())
 }
 
+// olderOperatorApplied makes the completed config look as if an older operator version had
+// drafted and applied another descheduling interval.
+func olderOperatorApplied(interval int64) {
+	GinkgoHelper()
+	var old map[string]any
+	pretendOlderOperator(func(it *advisorv1alpha1.PlanItem) {
+		Expect(json.Unmarshal(it.DesiredState.Raw, &old)).To(Succeed())
+		Expect(unstructured.SetNestedField(old, interval, "spec", "deschedulingIntervalSeconds")).To(Succeed())
+		raw, err := json.Marshal(old)
+		Expect(err).NotTo(HaveOccurred())
+		it.DesiredState = &runtime.RawExtension{Raw: raw}
+	})
+	oldApply := &unstructured.Unstructured{Object: old}
+	Expect(k8s.Apply(ctx, client.ApplyConfigurationFromUnstructured(oldApply.DeepCopy()), client.FieldOwner(plan.FieldManagerFor(configName)), client.ForceOwnership)).To(Succeed())
+	// The older operator recorded what its apply left, as every version does.
+	live := read(deschedulerGVK, deschedulerKey)
+	pretendOlderOperator(func(it *advisorv1alpha1.PlanItem) {
+		it.Applied.Hash = plan.ValuesHash(oldApply, live)
+		it.Applied.DesiredHash = plan.DesiredHash([]advisorv1alpha1.PlanItem{{Name: it.Name, DesiredState: it.DesiredState}})
+	})
+}
+
 var _ = Describe("Operator upgrades", func() {
 	BeforeEach(resetCluster)
 
@@ -36,16 +58,7 @@ var _ = Describe("Operator upgrades", func() {
 		completedConfig(advisorv1alpha1.VirtPlatformConfigSpec{})
 
 		By("an older operator had applied an hourly interval")
-		var old map[string]any
-		pretendOlderOperator(func(it *advisorv1alpha1.PlanItem) {
-			Expect(json.Unmarshal(it.DesiredState.Raw, &old)).To(Succeed())
-			Expect(unstructured.SetNestedField(old, int64(3600), "spec", "deschedulingIntervalSeconds")).To(Succeed())
-			raw, err := json.Marshal(old)
-			Expect(err).NotTo(HaveOccurred())
-			it.DesiredState = &runtime.RawExtension{Raw: raw}
-		})
-		oldApply := &unstructured.Unstructured{Object: old}
-		Expect(k8s.Apply(ctx, client.ApplyConfigurationFromUnstructured(oldApply), client.FieldOwner(plan.FieldManager), client.ForceOwnership)).To(Succeed())
+		olderOperatorApplied(3600)
 		poke()
 
 		upgrade := waitPhase(advisorv1alpha1.PhaseCompletedWithUpgrade)

@@ -2,20 +2,23 @@
 // drafted, reviewed, executed, watched for drift and redrafted. Building desired states
 // is the profiles' job and diffing, hashing and applying the plan engine's; this package
 // only sequences them and reports every decision in status and Events.
+//
+// Files follow the life cycle: draft.go (drafting and review), approve.go (what approves
+// a plan), execute.go (applying item by item), drift.go (watching what was applied),
+// upgrade.go (plans of a newer operator version), status.go (conditions and the status
+// write), watches.go (target and input watches).
 package controller
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -37,8 +40,9 @@ const (
 	// prerequisiteRecheck is how often a config whose prerequisites are missing looks
 	// again, besides reacting to CRD events.
 	prerequisiteRecheck = 5 * time.Minute
-	// nextStep requeues right away to take the next step after persisting this one.
-	nextStep = 50 * time.Millisecond
+	// immediately requeues at once to take the next step after persisting this one: each
+	// step is its own reconcile (one status write each), with no fixed delay between them.
+	immediately = time.Nanosecond
 )
 
 // VirtPlatformConfigReconciler runs the state machine of VirtPlatformConfigs.
@@ -46,7 +50,8 @@ type VirtPlatformConfigReconciler struct {
 	// Client writes status; its reads come from the cache.
 	Client client.Client
 	// APIReader reads uncached: the config at the start of each reconcile (so a
-	// requeue never acts on a status older than the last write) and every target.
+	// requeue never acts on a status older than the last write) and everything a
+	// profile renders from.
 	APIReader client.Reader
 	// Profiles are the profiles this operator ships.
 	Profiles *profiles.Registry
@@ -64,7 +69,7 @@ type VirtPlatformConfigReconciler struct {
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 
-	watches *targetWatches
+	watches *watches
 }
 
 // +kubebuilder:rbac:groups=advisor.kubevirt.io,resources=virtplatformconfigs,verbs=get;list;watch;create
@@ -74,7 +79,7 @@ type VirtPlatformConfigReconciler struct {
 // The permissions on the kinds a profile reads and writes are declared by the profile.
 
 // Reconcile takes the config one step through its state machine and writes its status
-// at most once, only when it changed.
+// at most once, only when it changed, guarded by the resourceVersion it read.
 func (r *VirtPlatformConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	vpc := &advisorv1alpha1.VirtPlatformConfig{}
 	if err := r.APIReader.Get(ctx, req.NamespacedName, vpc); err != nil {
@@ -92,6 +97,12 @@ func (r *VirtPlatformConfigReconciler) Reconcile(ctx context.Context, req ctrl.R
 	s := r.newScope(ctx, vpc)
 	result, err := r.step(ctx, s)
 	if perr := r.persist(ctx, s, err == nil); perr != nil {
+		if errors.Is(perr, errStatusConflict) {
+			// Somebody else wrote the config since it was read (the user, or another
+			// replica): take the step again from a fresh read, once, without backoff.
+			logf.FromContext(ctx).V(1).Info("status changed since it was read; reconciling again", "config", req.Name)
+			return ctrl.Result{RequeueAfter: immediately}, nil
+		}
 		return ctrl.Result{}, perr
 	}
 	return result, err
@@ -105,76 +116,94 @@ func (r *VirtPlatformConfigReconciler) step(ctx context.Context, s *scope) (ctrl
 	}
 	switch st.Phase {
 	case "":
-		s.setPhase(advisorv1alpha1.PhasePending, "Created", "drafting the plan")
+		s.setPhase(advisorv1alpha1.PhasePending, advisorv1alpha1.ReasonCreated, "drafting the plan")
 	case advisorv1alpha1.PhaseIgnored:
-		s.setPhase(advisorv1alpha1.PhasePending, "Resumed",
+		s.setPhase(advisorv1alpha1.PhasePending, advisorv1alpha1.ReasonResumed,
 			fmt.Sprintf("spec.action is %s again: drafting a fresh plan", s.vpc.Spec.Action))
 	}
 	if s.profile == nil {
 		s.clearPlan()
-		s.vpc.Status.PlanSpecHash = s.specHash
-		s.setPhase(advisorv1alpha1.PhaseFailed, "UnknownProfile", fmt.Sprintf(
+		st.PlanSpecHash = s.specHash
+		s.setPhase(advisorv1alpha1.PhaseFailed, advisorv1alpha1.ReasonUnknownProfile, fmt.Sprintf(
 			"this operator version does not implement profile %s: upgrade the virt advisor operator", s.vpc.Spec.Profile))
 		return ctrl.Result{}, nil
 	}
 	// Rule 1: any spec change other than action and approvedPlanHash redrafts the plan,
 	// whatever the phase, so a stale plan is never executed.
 	if st.Phase == advisorv1alpha1.PhasePending || st.PlanSpecHash != s.specHash {
-		reason, msg := "SpecChanged", "the spec changed: drafting a fresh plan"
+		cause := draftCause{by: byUser, reason: advisorv1alpha1.ReasonSpecChanged,
+			message: "the spec changed: drafting a fresh plan", review: advisorv1alpha1.ReasonAwaitingApproval}
 		if st.Phase == advisorv1alpha1.PhasePending {
-			reason, msg = "Drafting", "drafting the plan"
+			cause.reason, cause.message = advisorv1alpha1.ReasonDrafting, "drafting the plan"
 		}
-		return r.draft(ctx, s, reason, msg, false)
-	}
-	if st.Phase == advisorv1alpha1.PhaseDrafting {
-		// A draft that failed on its way (the API server was unavailable) is retried as
-		// what it was: a redraft the operator started still needs a fresh approval.
-		reason, msg := phaseReason(s.before)
-		return r.draft(ctx, s, reason, msg, reason == reasonPlanStale)
+		return r.draft(ctx, s, cause, nil)
 	}
 	switch st.Phase {
+	case advisorv1alpha1.PhaseDrafting:
+		// A draft interrupted on its way (an API error, a restart) is drafted again; what
+		// approves the plan stays what it was (status.approval).
+		return r.draft(ctx, s, draftCause{by: resumed, reason: advisorv1alpha1.ReasonDrafting,
+			message: "drafting the plan again after an interruption", review: advisorv1alpha1.ReasonAwaitingApproval}, nil)
 	case advisorv1alpha1.PhasePrerequisiteFailed:
-		return r.draft(ctx, s, "PrerequisitesRechecked", "checking the prerequisites again", false)
+		if hasApplied(st.Items) {
+			// A target's kind went away after the plan was applied: see whether it is back.
+			return r.watchApplied(ctx, s)
+		}
+		return r.draft(ctx, s, draftCause{by: resumed, reason: advisorv1alpha1.ReasonPrerequisitesRechecked,
+			message: "checking the prerequisites again", review: advisorv1alpha1.ReasonAwaitingApproval}, nil)
 	case advisorv1alpha1.PhaseReviewRequired:
-		return r.review(ctx, s)
+		return r.awaitReview(ctx, s)
 	case advisorv1alpha1.PhaseInProgress:
 		return r.execute(ctx, s)
 	case advisorv1alpha1.PhaseFailed:
 		return r.retry(ctx, s)
 	case advisorv1alpha1.PhaseCompleted, advisorv1alpha1.PhaseCompletedWithErrors,
 		advisorv1alpha1.PhaseCompletedWithUpgrade, advisorv1alpha1.PhaseDrifted:
-		return r.watchCompleted(ctx, s)
+		return r.watchApplied(ctx, s)
 	}
 	return ctrl.Result{}, nil
 }
 
-// persist finishes the status (observed generation, conditions, summary), writes it with
-// one merge patch if it changed, records the Events of the transitions and updates the
-// metrics. A failed step does not advance observedGeneration, so the next attempt still
-// sees the spec change as new.
-func (r *VirtPlatformConfigReconciler) persist(ctx context.Context, s *scope, stepSucceeded bool) error {
-	vpc := s.vpc
-	if stepSucceeded {
-		vpc.Status.ObservedGeneration = vpc.Generation
+// awaitReview waits in ReviewRequired for the approval. A change of what the plan was
+// rendered from redrafts it first, so what is approved is what the profile renders now.
+func (r *VirtPlatformConfigReconciler) awaitReview(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if changed, done, err := r.inputsChanged(ctx, s); err != nil || changed {
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		return r.redraftInputs(ctx, s, "an object the plan was rendered from changed", done)
 	}
-	reason, message := s.reason, s.message
-	if !s.phaseSet {
-		reason, message = phaseReason(s.before)
+	if s.approval() == approved {
+		return r.startExecution(ctx, s, true)
 	}
-	syncConditions(vpc, reason, message)
-	summarize(&vpc.Status)
-	if !equality.Semantic.DeepEqual(s.before.Status, vpc.Status) {
-		if err := r.Client.Status().Patch(ctx, vpc, client.MergeFrom(s.before)); err != nil {
-			if apierrors.IsNotFound(err) {
-				return nil
-			}
-			return fmt.Errorf("patch status of VirtPlatformConfig %s: %w", vpc.Name, err)
+	if s.approval() == mismatched {
+		return r.awaitMatchingPin(s, ""), nil
+	}
+	if s.newGeneration {
+		// The spec changed without approving (the action is not Apply): say what approves.
+		return r.awaitApproval(s, advisorv1alpha1.ReasonAwaitingApproval, "review status.items[].diff"), nil
+	}
+	return ctrl.Result{}, nil
+}
+
+func hasApplied(items []advisorv1alpha1.PlanItem) bool {
+	for _, it := range items {
+		if it.Applied != nil {
+			return true
 		}
 	}
-	s.recordEvents(r.Recorder)
-	r.watches.track(vpc.Name, vpc.Status.Items)
-	metrics.Observe(vpc)
-	return nil
+	return false
+}
+
+// ignore pauses the config (rule 8): the plan is dropped so nothing can execute it, the
+// targets are no longer watched and nothing is written outside the config.
+func (r *VirtPlatformConfigReconciler) ignore(s *scope) (ctrl.Result, error) {
+	if s.vpc.Status.Phase != advisorv1alpha1.PhaseIgnored {
+		s.clearPlan()
+		s.setPhase(advisorv1alpha1.PhaseIgnored, advisorv1alpha1.ReasonActionIgnore,
+			"spec.action is Ignore: no plan, no writes, no drift handling; set it to DryRun to draft a plan")
+	}
+	return ctrl.Result{}, nil
 }
 
 func (r *VirtPlatformConfigReconciler) forget(name string) {
@@ -206,7 +235,7 @@ func (r *VirtPlatformConfigReconciler) throttle() *DriftThrottle {
 
 // SetupWithManager registers the controller. Only spec, label and annotation changes of
 // a config start a reconcile (its own status writes do not); CRDs the profiles depend on
-// wake every config; targets are watched as plans name them (see targetWatches).
+// wake every config; targets and inputs are watched as plans name them (see watches).
 func (r *VirtPlatformConfigReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.throttle()
 	watchedCRDs := map[string]bool{}
@@ -225,8 +254,9 @@ func (r *VirtPlatformConfigReconciler) SetupWithManager(mgr ctrl.Manager) error 
 	if err != nil {
 		return err
 	}
-	r.watches = newTargetWatches(c, mgr.GetCache(), mgr.GetRESTMapper(), mgr.GetLogger().WithName("target-watches"))
-	return nil
+	r.watches = newWatches(c, mgr.GetRESTMapper(), rest.CopyConfig(mgr.GetConfig()), mgr.GetScheme(),
+		mgr.GetLogger().WithName("watches"))
+	return mgr.Add(r.watches)
 }
 
 // CRDMetadata is the metadata-only object the controller watches CRDs with.
@@ -236,8 +266,10 @@ func CRDMetadata() *metav1.PartialObjectMetadata {
 	return o
 }
 
-// allConfigs wakes every config: a CRD appeared, changed or went away.
-func (r *VirtPlatformConfigReconciler) allConfigs(ctx context.Context, _ client.Object) []reconcile.Request {
+// allConfigs wakes every config: a CRD appeared, changed or went away. Watches on its kinds
+// start afresh.
+func (r *VirtPlatformConfigReconciler) allConfigs(ctx context.Context, crd client.Object) []reconcile.Request {
+	r.watches.crdChanged(crd.GetName())
 	list := &advisorv1alpha1.VirtPlatformConfigList{}
 	if err := r.Client.List(ctx, list); err != nil {
 		logf.FromContext(ctx).Error(err, "list VirtPlatformConfigs for a CRD event")
@@ -253,17 +285,11 @@ func (r *VirtPlatformConfigReconciler) allConfigs(ctx context.Context, _ client.
 // planSpecHash hashes the spec fields a plan depends on: everything but action and
 // approvedPlanHash, with the options defaulted so spelling out a default is no change.
 func planSpecHash(spec advisorv1alpha1.VirtPlatformConfigSpec, opts *advisorv1alpha1.ProfileOptions) string {
-	relevant := struct {
+	return plan.HashJSON(struct {
 		Profile              advisorv1alpha1.ProfileName     `json:"profile"`
 		FailurePolicy        advisorv1alpha1.FailurePolicy   `json:"failurePolicy"`
 		BypassOptimisticLock bool                            `json:"bypassOptimisticLock"`
 		WaitTimeout          *metav1.Duration                `json:"waitTimeout"`
 		Options              *advisorv1alpha1.ProfileOptions `json:"options"`
-	}{spec.Profile, spec.FailurePolicy, spec.BypassOptimisticLock, spec.WaitTimeout, opts}
-	raw, err := json.Marshal(relevant)
-	if err != nil {
-		panic(fmt.Sprintf("encode spec: %v", err))
-	}
-	sum := sha256.Sum256(raw)
-	return hex.EncodeToString(sum[:])
+	}{spec.Profile, spec.FailurePolicy, spec.BypassOptimisticLock, spec.WaitTimeout, opts})
 }

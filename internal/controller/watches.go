@@ -2,13 +2,18 @@ package controller
 
 import (
 	"context"
+	"strings"
 	"sync"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -17,9 +22,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
+	"github.com/kubevirt/virt-advisor-operator/internal/plan"
 )
 
-// targetKey names a plan target independently of the API version it is read at.
+// targetKey names a plan target or input independently of the API version it is read at.
 type targetKey struct {
 	Group, Kind, Namespace, Name string
 }
@@ -29,87 +35,153 @@ func targetKeyOf(ref advisorv1alpha1.TargetReference) targetKey {
 	return targetKey{Group: gv.Group, Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name}
 }
 
+func (k targetKey) groupKind() schema.GroupKind {
+	return schema.GroupKind{Group: k.Group, Kind: k.Kind}
+}
+
 func (k targetKey) String() string {
-	gk := schema.GroupKind{Group: k.Group, Kind: k.Kind}.String()
+	gk := k.groupKind().String()
 	if k.Namespace != "" {
 		return gk + " " + k.Namespace + "/" + k.Name
 	}
 	return gk + " " + k.Name
 }
 
-// targetWatches watches the targets of the current plans. A kind gets one metadata-only
-// informer the first time a plan names it and its CRD is served, registered while the
-// manager runs, so a CRD installed later needs no restart. The manager's cache lists
-// those kinds with the managed-by label selector (see cmd/main.go), so memory does not
-// grow with unrelated objects of a managed kind; events are mapped to the configs whose
-// plans name the object and dropped otherwise.
-type targetWatches struct {
-	mu       sync.Mutex
-	ctrl     controller.Controller
-	cache    cache.Cache
-	mapper   meta.RESTMapper
-	log      logr.Logger
-	watching map[schema.GroupKind]bool
+// watches watches what the current plans depend on, metadata only, registered while the
+// manager runs (a CRD installed later needs no restart):
+//   - targets, through one cache per managed kind that lists only the objects carrying the
+//     managed-by label: memory does not grow with unrelated objects of a managed kind;
+//   - inputs (objects a plan was rendered from but does not write, and targets the user
+//     opted out with an annotation), each through a small cache of its own, selected by
+//     name when the plan read one object, stopped when no plan needs it any more.
+//
+// Events are mapped to the configs whose plans name the object and dropped otherwise.
+type watches struct {
+	mu     sync.Mutex
+	ctx    context.Context
+	ctrl   controller.Controller
+	mapper meta.RESTMapper
+	cfg    *rest.Config
+	scheme *runtime.Scheme
+	log    logr.Logger
+
+	kinds    map[schema.GroupKind]context.CancelFunc
+	inputs   map[targetKey]*inputWatch
 	configs  map[targetKey]map[string]bool
-	targets  map[string][]targetKey
+	byConfig map[string][]targetKey
 }
 
-func newTargetWatches(c controller.Controller, ca cache.Cache, mapper meta.RESTMapper, log logr.Logger) *targetWatches {
-	return &targetWatches{
-		ctrl:     c,
-		cache:    ca,
-		mapper:   mapper,
-		log:      log,
-		watching: map[schema.GroupKind]bool{},
+// inputWatch is the cache of one input.
+type inputWatch struct {
+	stop    context.CancelFunc
+	configs map[string]bool
+}
+
+func newWatches(c controller.Controller, mapper meta.RESTMapper, cfg *rest.Config, scheme *runtime.Scheme, log logr.Logger) *watches {
+	return &watches{
+		ctrl: c, mapper: mapper, cfg: cfg, scheme: scheme, log: log,
+		kinds:    map[schema.GroupKind]context.CancelFunc{},
+		inputs:   map[targetKey]*inputWatch{},
 		configs:  map[targetKey]map[string]bool{},
-		targets:  map[string][]targetKey{},
+		byConfig: map[string][]targetKey{},
 	}
 }
 
-// track records the targets of a config's plan and watches their kinds.
-func (w *targetWatches) track(config string, items []advisorv1alpha1.PlanItem) {
+// Start implements manager.Runnable: input caches live as long as the manager.
+func (w *watches) Start(ctx context.Context) error {
+	w.mu.Lock()
+	w.ctx = ctx
+	w.mu.Unlock()
+	<-ctx.Done()
+	return nil
+}
+
+// track records what a config's plan depends on and watches it.
+func (w *watches) track(vpc *advisorv1alpha1.VirtPlatformConfig) {
 	if w == nil {
 		return
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.untrackLocked(config)
-	for _, it := range items {
-		if it.State == advisorv1alpha1.ItemSkipped {
-			continue
-		}
+	name := vpc.Name
+	var keys []targetKey
+	var inputs []targetKey
+	for _, it := range vpc.Status.Items {
 		k := targetKeyOf(it.TargetRef)
-		if w.configs[k] == nil {
-			w.configs[k] = map[string]bool{}
+		switch {
+		case it.State == advisorv1alpha1.ItemSkipped && it.ControlsHash != "":
+			// Opted out by an annotation: it carries no managed-by label, so it is watched
+			// as an input, to see the annotation go.
+			inputs = append(inputs, k)
+		case it.State != advisorv1alpha1.ItemSkipped:
+			keys = append(keys, k)
 		}
-		w.configs[k][config] = true
-		w.targets[config] = append(w.targets[config], k)
-		w.watchLocked(schema.GroupKind{Group: k.Group, Kind: k.Kind})
 	}
+	for _, in := range vpc.Status.Inputs {
+		if gv, _ := schema.ParseGroupVersion(in.APIVersion); gv.Group == "apiextensions.k8s.io" {
+			continue // CRDs are watched by the controller itself.
+		}
+		inputs = append(inputs, targetKeyOf(advisorv1alpha1.TargetReference{APIVersion: in.APIVersion, Kind: in.Kind, Namespace: in.Namespace, Name: in.Name}))
+	}
+	w.untrackLocked(name)
+	for _, k := range keys {
+		w.addConfigLocked(k, name)
+		w.watchKindLocked(k.groupKind())
+	}
+	for _, k := range inputs {
+		w.addConfigLocked(k, name)
+		w.watchInputLocked(k, name)
+	}
+	w.stopUnusedInputsLocked()
 }
 
-// forget drops a config's targets. Informers stay: another plan may name the kind again.
-func (w *targetWatches) forget(config string) {
+func (w *watches) addConfigLocked(k targetKey, config string) {
+	if w.configs[k] == nil {
+		w.configs[k] = map[string]bool{}
+	}
+	w.configs[k][config] = true
+	w.byConfig[config] = append(w.byConfig[config], k)
+}
+
+// forget drops a config's targets and inputs. Target informers stay (another plan may
+// name the kind again); input caches no plan needs are stopped.
+func (w *watches) forget(config string) {
 	if w == nil {
 		return
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.untrackLocked(config)
+	w.stopUnusedInputsLocked()
 }
 
-func (w *targetWatches) untrackLocked(config string) {
-	for _, k := range w.targets[config] {
+func (w *watches) untrackLocked(config string) {
+	for _, k := range w.byConfig[config] {
 		delete(w.configs[k], config)
 		if len(w.configs[k]) == 0 {
 			delete(w.configs, k)
 		}
+		if in, ok := w.inputs[k]; ok {
+			delete(in.configs, config)
+		}
 	}
-	delete(w.targets, config)
+	delete(w.byConfig, config)
 }
 
-func (w *targetWatches) watchLocked(gk schema.GroupKind) {
-	if w.watching[gk] {
+func (w *watches) stopUnusedInputsLocked() {
+	for k, in := range w.inputs {
+		if len(in.configs) == 0 {
+			in.stop()
+			delete(w.inputs, k)
+			w.log.V(1).Info("stopped watching input", "input", k.String())
+		}
+	}
+}
+
+// watchKindLocked watches the managed objects of a kind through a cache of its own, so the
+// watch can be started afresh when the kind's CRD is replaced (see crdChanged).
+func (w *watches) watchKindLocked(gk schema.GroupKind) {
+	if _, ok := w.kinds[gk]; ok || w.ctx == nil {
 		return
 	}
 	mapping, err := w.mapper.RESTMapping(gk)
@@ -119,20 +191,118 @@ func (w *targetWatches) watchLocked(gk schema.GroupKind) {
 		w.log.V(1).Info("not watching a kind the cluster does not serve", "kind", gk.String(), "reason", err.Error())
 		return
 	}
-	obj := &metav1.PartialObjectMetadata{}
-	obj.SetGroupVersionKind(mapping.GroupVersionKind)
-	src := source.Kind[client.Object](w.cache, obj, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-		return w.configsOf(targetKey{Group: gk.Group, Kind: gk.Kind, Namespace: o.GetNamespace(), Name: o.GetName()})
-	}))
-	if err := w.ctrl.Watch(src); err != nil {
+	c, err := cache.New(w.cfg, cache.Options{
+		Scheme: w.scheme, Mapper: w.mapper,
+		DefaultLabelSelector: labels.SelectorFromSet(labels.Set{plan.ManagedByLabel: plan.ManagedByValue}),
+		DefaultTransform:     cache.TransformStripManagedFields(),
+	})
+	if err != nil {
 		w.log.Error(err, "cannot watch a managed kind", "kind", gk.String())
 		return
 	}
-	w.watching[gk] = true
+	ctx, stop := context.WithCancel(w.ctx)
+	go func() {
+		if err := c.Start(ctx); err != nil {
+			w.log.Error(err, "managed kind watch stopped", "kind", gk.String())
+		}
+	}()
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(mapping.GroupVersionKind)
+	if err := w.ctrl.Watch(source.Kind[client.Object](c, obj, w.handler(gk))); err != nil {
+		stop()
+		w.log.Error(err, "cannot watch a managed kind", "kind", gk.String())
+		return
+	}
+	w.kinds[gk] = stop
 	w.log.Info("watching managed kind", "kind", gk.String(), "version", mapping.GroupVersionKind.Version)
 }
 
-func (w *targetWatches) configsOf(k targetKey) []reconcile.Request {
+// crdChanged drops the watches of every kind and input of the CRD's group: a CRD deleted,
+// created again or no longer served leaves a watch that stopped or backs off for long. The
+// reconciles the CRD event starts register them again, on the kind as it is served now.
+func (w *watches) crdChanged(crdName string) {
+	if w == nil {
+		return
+	}
+	_, group, ok := strings.Cut(crdName, ".")
+	if !ok {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for gk, stop := range w.kinds {
+		if gk.Group == group {
+			stop()
+			delete(w.kinds, gk)
+		}
+	}
+	for k, in := range w.inputs {
+		if k.Group == group {
+			in.stop()
+			delete(w.inputs, k)
+		}
+	}
+}
+
+// watchInputLocked starts a metadata-only cache for one input: selected by name for a
+// single object, the whole kind (in its namespace) for a list.
+func (w *watches) watchInputLocked(k targetKey, config string) {
+	if in, ok := w.inputs[k]; ok {
+		in.configs[config] = true
+		return
+	}
+	if w.ctx == nil {
+		return // not started yet; the next reconcile registers it
+	}
+	mapping, err := w.mapper.RESTMapping(k.groupKind())
+	if err != nil {
+		w.log.V(1).Info("not watching an input the cluster does not serve", "input", k.String(), "reason", err.Error())
+		return
+	}
+	opts := cache.Options{Scheme: w.scheme, Mapper: w.mapper, DefaultTransform: cache.TransformStripManagedFields()}
+	if k.Name != "" {
+		opts.DefaultFieldSelector = fields.OneTermEqualSelector("metadata.name", k.Name)
+	}
+	if k.Namespace != "" {
+		opts.DefaultNamespaces = map[string]cache.Config{k.Namespace: {}}
+	}
+	c, err := cache.New(w.cfg, opts)
+	if err != nil {
+		w.log.Error(err, "cannot watch an input", "input", k.String())
+		return
+	}
+	ctx, stop := context.WithCancel(w.ctx)
+	go func() {
+		if err := c.Start(ctx); err != nil {
+			w.log.Error(err, "input watch stopped", "input", k.String())
+		}
+	}()
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(mapping.GroupVersionKind)
+	gk := k.groupKind()
+	mapper := func(_ context.Context, o client.Object) []reconcile.Request {
+		key := targetKey{Group: gk.Group, Kind: gk.Kind, Namespace: o.GetNamespace(), Name: o.GetName()}
+		if k.Name == "" {
+			key = k // a list input: any object of the kind counts
+		}
+		return w.configsOf(key)
+	}
+	if err := w.ctrl.Watch(source.Kind[client.Object](c, obj, handler.EnqueueRequestsFromMapFunc(mapper))); err != nil {
+		stop()
+		w.log.Error(err, "cannot watch an input", "input", k.String())
+		return
+	}
+	w.inputs[k] = &inputWatch{stop: stop, configs: map[string]bool{config: true}}
+	w.log.V(1).Info("watching input", "input", k.String())
+}
+
+func (w *watches) handler(gk schema.GroupKind) handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		return w.configsOf(targetKey{Group: gk.Group, Kind: gk.Kind, Namespace: o.GetNamespace(), Name: o.GetName()})
+	})
+}
+
+func (w *watches) configsOf(k targetKey) []reconcile.Request {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	out := make([]reconcile.Request, 0, len(w.configs[k]))

@@ -74,6 +74,6 @@ func BenchmarkPlanHash(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		plan.PlanHash(items)
+		plan.PlanHash(0, items)
 	}
 }

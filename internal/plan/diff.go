@@ -12,36 +12,11 @@ import (
 // NoChanges is the diff of an item whose target already matches the plan.
 const NoChanges = "(no changes)"
 
-// noiseMetadata are the fields the API server maintains on every object; they change
-// without anybody changing the object, so they never appear in a diff.
-var noiseMetadata = []string{"managedFields", "resourceVersion", "generation", "uid", "creationTimestamp", "selfLink"}
-
-// normalize returns a copy of obj without server-maintained metadata and status: what is
-// left is what a user or controller set.
-func normalize(obj *unstructured.Unstructured) map[string]any {
-	out := obj.DeepCopy().Object
-	if md, ok := out["metadata"].(map[string]any); ok {
-		for _, f := range noiseMetadata {
-			delete(md, f)
-		}
-	}
-	delete(out, "status")
-	return out
-}
-
-// describe names an object in diff headers: Kind namespace/name.
-func describe(obj *unstructured.Unstructured) string {
-	if ns := obj.GetNamespace(); ns != "" {
-		return fmt.Sprintf("%s %s/%s", obj.GetKind(), ns, obj.GetName())
-	}
-	return fmt.Sprintf("%s %s", obj.GetKind(), obj.GetName())
-}
-
 // Diff is the unified diff, as YAML, from live to planned (the server-side-apply dry-run
-// result). live nil means the object will be created: the diff starts at /dev/null.
-// Identical objects give NoChanges.
-func Diff(live, planned *unstructured.Unstructured) (string, error) {
-	to, err := yaml.Marshal(normalize(planned))
+// result), both normalised the same way. live nil means the object will be created: the
+// diff starts at /dev/null. Identical objects give NoChanges.
+func Diff(live, planned *unstructured.Unstructured, ns ...Normalizer) (string, error) {
+	to, err := yaml.Marshal(normalized(planned, ns...))
 	if err != nil {
 		return "", fmt.Errorf("render planned %s as YAML: %w", describe(planned), err)
 	}
@@ -52,7 +27,7 @@ func Diff(live, planned *unstructured.Unstructured) (string, error) {
 		Context:  3,
 	}
 	if live != nil {
-		from, err := yaml.Marshal(normalize(live))
+		from, err := yaml.Marshal(normalized(live, ns...))
 		if err != nil {
 			return "", fmt.Errorf("render live %s as YAML: %w", describe(live), err)
 		}

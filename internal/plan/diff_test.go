@@ -101,7 +101,7 @@ metadata:
   labels:
     advisor.kubevirt.io/managed-by: virt-advisor-operator
   annotations:
-    advisor.kubevirt.io/profile: load-aware-rebalancing
+    advisor.kubevirt.io/profile.load-aware-rebalancing: managed
   managedFields:
   - manager: kubectl-edit
     operation: Update
@@ -158,7 +158,7 @@ metadata:
     advisor.kubevirt.io/managed-by: virt-advisor-operator
     machineconfiguration.openshift.io/role: worker
   annotations:
-    advisor.kubevirt.io/profile: load-aware-rebalancing
+    advisor.kubevirt.io/profile.load-aware-rebalancing: managed
   managedFields:
   - manager: virt-advisor-operator
     operation: Apply

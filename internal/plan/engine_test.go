@@ -142,9 +142,31 @@ func patchAsOtherManager(obj *unstructured.Unstructured, patch string) {
 		client.FieldOwner(otherManager))).To(Succeed())
 }
 
+// draft drafts the items as the test profile's plan and returns the plan's items.
+func draft(e *plan.Engine, items ...plan.Item) ([]advisorv1alpha1.PlanItem, error) {
+	p, err := e.Draft(ctx, plan.Request{Profile: testProfile, Items: items})
+	if err != nil {
+		return nil, err
+	}
+	return p.Items, nil
+}
+
+// apply executes a drafted item as the test profile; checkSnapshot is the optimistic lock.
+func apply(e *plan.Engine, pi advisorv1alpha1.PlanItem, checkSnapshot bool) (plan.ApplyOutcome, error) {
+	return e.ApplyItem(ctx, pi, plan.ApplyOptions{Profile: testProfile, CheckSnapshot: checkSnapshot, Force: !checkSnapshot})
+}
+
+// createAsProfile creates obj with the test profile's field manager, as an earlier apply
+// of its plan would have, and deletes it again after the spec.
+func createAsProfile(obj *unstructured.Unstructured) {
+	Expect(k8sClient.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj.DeepCopy()),
+		client.FieldOwner(plan.FieldManagerFor(testProfile)))).To(Succeed())
+	cleanUp(obj)
+}
+
 // draftOne drafts a single item and returns its plan item.
 func draftOne(it plan.Item) advisorv1alpha1.PlanItem {
-	items, err := engine.Draft(ctx, testProfile, []plan.Item{it})
+	items, err := draft(engine, it)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(items).To(HaveLen(1))
 	return items[0]
@@ -160,7 +182,7 @@ func withMarks(desired *unstructured.Unstructured) *unstructured.Unstructured {
 	}
 	labels["advisor.kubevirt.io/managed-by"] = "virt-advisor-operator"
 	out.SetLabels(labels)
-	out.SetAnnotations(map[string]string{"advisor.kubevirt.io/profile": testProfile})
+	out.SetAnnotations(map[string]string{"advisor.kubevirt.io/profile." + testProfile: "managed"})
 	return out
 }
 
@@ -215,13 +237,13 @@ var _ = Describe("Engine.Draft", func() {
 		desired, err := plan.DesiredObject(pi)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(desired.GetLabels()).To(HaveKeyWithValue("advisor.kubevirt.io/managed-by", "virt-advisor-operator"))
-		Expect(desired.GetAnnotations()).To(HaveKeyWithValue("advisor.kubevirt.io/profile", testProfile))
+		Expect(desired.GetAnnotations()).To(HaveKeyWithValue("advisor.kubevirt.io/profile."+testProfile, "managed"))
 		Expect(desired.Object["spec"]).To(Equal(item.Desired.Object["spec"]))
 		Expect(item.Desired.GetLabels()).To(BeEmpty(), "Draft must not mark the caller's object")
 
 		By("listing the paths the desired state sets")
 		Expect(pi.ManagedFields).To(Equal([]string{
-			`metadata.annotations["advisor.kubevirt.io/profile"]`,
+			`metadata.annotations["advisor.kubevirt.io/profile.load-aware-rebalancing"]`,
 			`metadata.labels["advisor.kubevirt.io/managed-by"]`,
 			"spec.deschedulingIntervalSeconds",
 			"spec.managementState",
@@ -238,7 +260,7 @@ var _ = Describe("Engine.Draft", func() {
 		By("writing nothing: the dry-run left the live object as it was")
 		Expect(after.GetResourceVersion()).To(Equal(before.GetResourceVersion()))
 		Expect(after.Object["spec"]).To(Equal(before.Object["spec"]))
-		_, applied := ownedFields(after, plan.FieldManager, metav1.ManagedFieldsOperationApply)
+		_, applied := ownedFields(after, plan.FieldManagerFor(testProfile), metav1.ManagedFieldsOperationApply)
 		Expect(applied).To(BeFalse(), "the dry-run must not leave a managedFields entry")
 	})
 
@@ -263,7 +285,7 @@ var _ = Describe("Engine.Draft", func() {
 	})
 
 	It("drafts an item whose target already matches as (no changes) with Low impact", func() {
-		createAsOtherManager(withMarks(descheduler(loadAwareSpec)))
+		createAsProfile(withMarks(descheduler(loadAwareSpec)))
 
 		pi := draftOne(deschedulerItem())
 
@@ -272,13 +294,24 @@ var _ = Describe("Engine.Draft", func() {
 		Expect(pi.ImpactSeverity).To(Equal(advisorv1alpha1.ImpactLow))
 	})
 
+	It("drafts an item whose target already holds its values, set by another manager, as an ownership-only change", func() {
+		createAsOtherManager(withMarks(descheduler(loadAwareSpec)))
+
+		pi := draftOne(deschedulerItem())
+
+		Expect(pi.State).To(Equal(advisorv1alpha1.ItemPending))
+		Expect(pi.Diff).To(HavePrefix(plan.OwnershipOnly))
+		Expect(pi.Diff).To(ContainSubstring("spec.mode"))
+		Expect(pi.ImpactSeverity).To(Equal(advisorv1alpha1.ImpactMedium), "co-owning changes no value, but it is still a write to review")
+	})
+
 	DescribeTable("fails an item the API server rejects, naming the target, and still drafts the other items",
 		func(spec string, reason string) {
 			bad := plan.Item{Name: "bad-descheduler", Desired: descheduler(spec), Impact: advisorv1alpha1.ImpactMedium}
 			good := psiItem("99-worker-psi-after-rejection")
 			cleanUp(good.Desired)
 
-			items, err := engine.Draft(ctx, testProfile, []plan.Item{bad, good})
+			items, err := draft(engine, bad, good)
 
 			Expect(err).NotTo(HaveOccurred())
 			Expect(items).To(HaveLen(2))
@@ -311,7 +344,7 @@ kind: Widget
 metadata: {name: w}
 spec: {size: 3}
 `)
-		items, err := engine.Draft(ctx, testProfile, []plan.Item{{Name: "widget", Desired: widget}})
+		items, err := draft(engine, plan.Item{Name: "widget", Desired: widget})
 
 		Expect(err).NotTo(HaveOccurred())
 		Expect(items[0].State).To(Equal(advisorv1alpha1.ItemFailed))
@@ -333,7 +366,7 @@ spec: {size: 3}
 
 	DescribeTable("refuses a plan that would have two items fight over one target or one name",
 		func(items func() []plan.Item, fragment string) {
-			out, err := engine.Draft(ctx, testProfile, items())
+			out, err := draft(engine, items()...)
 			Expect(err).To(MatchError(plan.ErrInvalidPlan))
 			Expect(err.Error()).To(ContainSubstring(fragment))
 			Expect(out).To(BeNil())
@@ -363,28 +396,31 @@ var _ = Describe("Engine.ApplyItem", func() {
 		createAsOtherManager(target)
 	})
 
-	It("applies with field manager virt-advisor-operator, after which Recheck shows no changes", func() {
+	It("applies with the profile's field manager, after which Recheck shows no changes", func() {
 		pi := draftOne(deschedulerItem())
+		baseline, err := engine.HealthBaseline(ctx, pi)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(baseline).To(BeEmpty(), "a KubeDescheduler has no rollout baseline")
 
-		out, err := engine.ApplyItem(ctx, pi, true)
+		out, err := apply(engine, pi, true)
 
 		Expect(err).NotTo(HaveOccurred())
 		Expect(out.Stale).To(BeFalse())
 		Expect(out.Applied).To(BeTrue())
-		Expect(out.HealthBaseline).To(BeEmpty(), "a KubeDescheduler has no rollout baseline")
 
 		after := live(target)
-		Expect(out.SnapshotHash).To(Equal(plan.SnapshotHash(withMarks(descheduler(loadAwareSpec)), after)),
-			"the outcome carries the snapshot of the target as the apply left it")
+		Expect(out.Record.Hash).To(Equal(pi.TargetHash),
+			"the outcome carries the hash of the values the apply left, which the dry-run predicted")
+		Expect(out.Record.Fields).To(Equal(pi.ManagedFields))
 		Expect(after.Object["spec"]).To(HaveKeyWithValue("mode", "Automatic"))
 		Expect(after.Object["spec"]).To(HaveKeyWithValue("deschedulingIntervalSeconds", int64(60)))
 		Expect(after.Object["spec"]).To(HaveKeyWithValue("profiles", []any{"AffinityAndTaints", "KubeVirtRelieveAndMigrate"}))
 		Expect(after.GetLabels()).To(HaveKeyWithValue(plan.ManagedByLabel, plan.ManagedByValue))
-		Expect(after.GetAnnotations()).To(HaveKeyWithValue(plan.ProfileAnnotation, testProfile))
+		Expect(after.GetAnnotations()).To(HaveKeyWithValue(plan.ProfileAnnotation(testProfile), plan.ProfileAnnotationValue))
 
 		By("owning the spec fields it set through an Apply entry")
-		owned, ok := ownedFields(after, "virt-advisor-operator", metav1.ManagedFieldsOperationApply)
-		Expect(ok).To(BeTrue(), "no Apply entry of virt-advisor-operator in %v", after.GetManagedFields())
+		owned, ok := ownedFields(after, plan.FieldManagerFor(testProfile), metav1.ManagedFieldsOperationApply)
+		Expect(ok).To(BeTrue(), "no Apply entry of the profile's field manager in %v", after.GetManagedFields())
 		Expect(specFieldsOf(owned)).To(HaveKey("f:profiles"))
 		Expect(specFieldsOf(owned)).To(HaveKey("f:deschedulingIntervalSeconds"))
 		Expect(specFieldsOf(owned)).To(HaveKey("f:mode"))
@@ -393,7 +429,7 @@ var _ = Describe("Engine.ApplyItem", func() {
 		Expect(specFieldsOf(owned)).NotTo(HaveKey("f:logLevel"))
 
 		By("finding the target in sync afterwards")
-		check, err := engine.Recheck(ctx, pi)
+		check, err := engine.Recheck(ctx, testProfile, pi)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(check.Diff).To(Equal(plan.NoChanges))
 		Expect(check.ChangedPaths).To(BeEmpty())
@@ -401,7 +437,7 @@ var _ = Describe("Engine.ApplyItem", func() {
 
 	It("keeps a field the plan does not manage, set by another manager (co-management, not ownership)", func() {
 		pi := draftOne(deschedulerItem())
-		_, err := engine.ApplyItem(ctx, pi, true)
+		_, err := apply(engine, pi, true)
 		Expect(err).NotTo(HaveOccurred())
 
 		after := live(target)
@@ -412,7 +448,7 @@ var _ = Describe("Engine.ApplyItem", func() {
 
 		By("leaving it alone when the other manager changes it again: no drift")
 		patchAsOtherManager(target, `{"spec":{"logLevel":"Trace"}}`)
-		check, err := engine.Recheck(ctx, pi)
+		check, err := engine.Recheck(ctx, testProfile, pi)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(check.Diff).To(Equal(plan.NoChanges))
 	})
@@ -422,7 +458,7 @@ var _ = Describe("Engine.ApplyItem", func() {
 		patchAsOtherManager(target, `{"spec":{"deschedulingIntervalSeconds":1800}}`)
 		before := live(target)
 
-		out, err := engine.ApplyItem(ctx, pi, true)
+		out, err := apply(engine, pi, true)
 
 		Expect(err).NotTo(HaveOccurred())
 		Expect(out.Stale).To(BeTrue())
@@ -432,7 +468,7 @@ var _ = Describe("Engine.ApplyItem", func() {
 		Expect(after.Object["spec"]).To(HaveKeyWithValue("deschedulingIntervalSeconds", int64(1800)))
 
 		By("reporting the changed path on Recheck")
-		check, err := engine.Recheck(ctx, pi)
+		check, err := engine.Recheck(ctx, testProfile, pi)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(check.ChangedPaths).To(ContainElement("spec.deschedulingIntervalSeconds"))
 	})
@@ -445,7 +481,7 @@ var _ = Describe("Engine.ApplyItem", func() {
 			patchAsOtherManager(target, `{"spec":{"deschedulingIntervalSeconds":1800}}`)
 		}}}
 
-		out, err := racing.ApplyItem(ctx, pi, true)
+		out, err := apply(racing, pi, true)
 
 		Expect(err).NotTo(HaveOccurred())
 		Expect(out.Stale).To(BeTrue())
@@ -459,7 +495,7 @@ var _ = Describe("Engine.ApplyItem", func() {
 		pi := draftOne(item)
 		createAsOtherManager(machineConfig("99-worker-psi-stale", "worker"))
 
-		out, err := engine.ApplyItem(ctx, pi, true)
+		out, err := apply(engine, pi, true)
 
 		Expect(err).NotTo(HaveOccurred())
 		Expect(out.Stale).To(BeTrue())
@@ -470,7 +506,7 @@ var _ = Describe("Engine.ApplyItem", func() {
 		pi := draftOne(deschedulerItem())
 		patchAsOtherManager(target, `{"spec":{"logLevel":"Trace"}}`)
 
-		out, err := engine.ApplyItem(ctx, pi, true)
+		out, err := apply(engine, pi, true)
 
 		Expect(err).NotTo(HaveOccurred())
 		Expect(out.Stale).To(BeFalse())
@@ -484,7 +520,7 @@ var _ = Describe("Engine.ApplyItem", func() {
 		pi := draftOne(deschedulerItem())
 		patchAsOtherManager(target, `{"spec":{"deschedulingIntervalSeconds":1800}}`)
 
-		out, err := engine.ApplyItem(ctx, pi, false)
+		out, err := apply(engine, pi, false)
 
 		Expect(err).NotTo(HaveOccurred())
 		Expect(out.Stale).To(BeFalse())
@@ -494,19 +530,19 @@ var _ = Describe("Engine.ApplyItem", func() {
 
 	It("sends nothing for an item drafted as (no changes) whose target is unchanged", func() {
 		pi := draftOne(deschedulerItem())
-		_, err := engine.ApplyItem(ctx, pi, true)
+		_, err := apply(engine, pi, true)
 		Expect(err).NotTo(HaveOccurred())
 		inSync := draftOne(deschedulerItem())
 		Expect(inSync.Diff).To(Equal(plan.NoChanges))
 		before := live(target)
 
-		out, err := engine.ApplyItem(ctx, inSync, true)
+		out, err := apply(engine, inSync, true)
 
 		Expect(err).NotTo(HaveOccurred())
 		Expect(out.Stale).To(BeFalse())
 		Expect(out.Applied).To(BeFalse())
-		Expect(out.HealthBaseline).To(BeEmpty())
-		Expect(out.SnapshotHash).To(Equal(inSync.SnapshotHash))
+		Expect(out.AlreadyApplied).To(BeTrue())
+		Expect(out.Record.Hash).To(Equal(inSync.TargetHash))
 		Expect(live(target).GetResourceVersion()).To(Equal(before.GetResourceVersion()))
 	})
 
@@ -519,7 +555,7 @@ var _ = Describe("Engine.ApplyItem", func() {
 		pi.DesiredState.Raw, err = desired.MarshalJSON()
 		Expect(err).NotTo(HaveOccurred())
 
-		_, err = engine.ApplyItem(ctx, pi, false)
+		_, err = apply(engine, pi, false)
 
 		Expect(err).To(HaveOccurred())
 		Expect(plan.IsPermanent(err)).To(BeTrue())

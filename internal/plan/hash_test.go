@@ -22,7 +22,7 @@ metadata:
   labels:
     advisor.kubevirt.io/managed-by: virt-advisor-operator
   annotations:
-    advisor.kubevirt.io/profile: load-aware-rebalancing
+    advisor.kubevirt.io/profile.load-aware-rebalancing: managed
 spec:
   mode: Automatic
   deschedulingIntervalSeconds: 60
@@ -244,26 +244,30 @@ func hashAfter(hash func([]advisorv1alpha1.PlanItem) string, c itemChange) strin
 }
 
 func TestPlanHash(t *testing.T) {
-	base := plan.PlanHash(planItems())
+	planHash := func(items []advisorv1alpha1.PlanItem) string { return plan.PlanHash(1, items) }
+	base := planHash(planItems())
 	for _, c := range []itemChange{changeDesired, changeDiff} {
 		t.Run("changes when "+c.name+" changes", func(t *testing.T) {
-			NewWithT(t).Expect(hashAfter(plan.PlanHash, c)).NotTo(Equal(base))
+			NewWithT(t).Expect(hashAfter(planHash, c)).NotTo(Equal(base))
 		})
 	}
 	for _, c := range []itemChange{changeMessage, changeImpact, reencodeDesired, changeSnapshot} {
 		t.Run("does not change when only "+c.name+" changes", func(t *testing.T) {
-			NewWithT(t).Expect(hashAfter(plan.PlanHash, c)).To(Equal(base))
+			NewWithT(t).Expect(hashAfter(planHash, c)).To(Equal(base))
 		})
 	}
 	t.Run("changes when an item becomes Skipped", func(t *testing.T) {
-		NewWithT(t).Expect(hashAfter(plan.PlanHash, itemChange{"skip", func(items []advisorv1alpha1.PlanItem) {
+		NewWithT(t).Expect(hashAfter(planHash, itemChange{"skip", func(items []advisorv1alpha1.PlanItem) {
 			items[1].State = advisorv1alpha1.ItemSkipped
 		}})).NotTo(Equal(base))
 	})
 	t.Run("changes when the items are reordered", func(t *testing.T) {
-		NewWithT(t).Expect(hashAfter(plan.PlanHash, itemChange{"reorder", func(items []advisorv1alpha1.PlanItem) {
+		NewWithT(t).Expect(hashAfter(planHash, itemChange{"reorder", func(items []advisorv1alpha1.PlanItem) {
 			items[0], items[1] = items[1], items[0]
 		}})).NotTo(Equal(base))
+	})
+	t.Run("changes with the plan's revision, whatever the items", func(t *testing.T) {
+		NewWithT(t).Expect(plan.PlanHash(2, planItems())).NotTo(Equal(base))
 	})
 	t.Run("is 64 lowercase hex characters, as spec.approvedPlanHash requires", func(t *testing.T) {
 		NewWithT(t).Expect(base).To(MatchRegexp(`^[a-f0-9]{64}$`))

@@ -126,10 +126,13 @@ var _ = Describe("Engine.CheckHealth", func() {
 		mc := psiItem(psiMC)
 		cleanUp(mc.Desired)
 		item = draftOne(mc)
-		out, err := engine.ApplyItem(ctx, item, true)
+		baseline, err := engine.HealthBaseline(ctx, item)
+		Expect(err).NotTo(HaveOccurred())
+		out, err := apply(engine, item, true)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(out.Applied).To(BeTrue())
-		item.HealthBaseline = out.HealthBaseline
+		Expect(out.SpecChanged).To(BeTrue())
+		item.HealthBaseline = baseline
 		appliedAt = time.Now()
 	})
 
@@ -243,15 +246,15 @@ var _ = Describe("Engine.CheckHealth", func() {
 		_, added := changedLines(pi.Diff)
 		Expect(added).To(ConsistOf(
 			"+  annotations:",
-			"+    advisor.kubevirt.io/profile: load-aware-rebalancing",
+			"+    advisor.kubevirt.io/profile.load-aware-rebalancing: managed",
 			"+    advisor.kubevirt.io/managed-by: virt-advisor-operator",
 		), "only the marks change:\n%s", pi.Diff)
 
-		out, err := engine.ApplyItem(ctx, pi, true)
+		out, err := apply(engine, pi, true)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(out.Applied).To(BeTrue())
-		Expect(out.HealthBaseline).To(BeEmpty(), "no new configuration will be rendered, so there is nothing to wait for")
-		pi.HealthBaseline = out.HealthBaseline
+		Expect(out.SpecChanged).To(BeFalse(), "no new configuration will be rendered, so there is nothing to wait for")
+		pi.HealthBaseline = ""
 
 		h, err := engine.CheckHealth(ctx, pi, appliedAt, time.Hour, appliedAt.Add(time.Minute))
 		Expect(err).NotTo(HaveOccurred())

@@ -80,7 +80,7 @@ var (
 	}
 	loadAwareAddedLines = []string{
 		"+  annotations:",
-		"+    advisor.kubevirt.io/profile: load-aware-rebalancing",
+		"+    advisor.kubevirt.io/profile.load-aware-rebalancing: managed",
 		"+  labels:",
 		"+    advisor.kubevirt.io/managed-by: virt-advisor-operator",
 		"+  deschedulingIntervalSeconds: 60",

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 
@@ -44,6 +45,55 @@ func (p FieldPath) String() string {
 		b.WriteString(`"]`)
 	}
 	return b.String()
+}
+
+// ParseFieldPath reads a path as String renders it.
+func ParseFieldPath(s string) (FieldPath, error) {
+	var out FieldPath
+	for i := 0; i < len(s); {
+		switch {
+		case s[i] == '.':
+			i++
+		case strings.HasPrefix(s[i:], `["`):
+			j := i + 2
+			var seg strings.Builder
+			for ; j < len(s) && !strings.HasPrefix(s[j:], `"]`); j++ {
+				if s[j] == '\\' && j+1 < len(s) && s[j+1] == '"' {
+					j++
+				}
+				seg.WriteByte(s[j])
+			}
+			if j >= len(s) {
+				return nil, fmt.Errorf("field path %q: unterminated [\"...\"]", s)
+			}
+			out = append(out, seg.String())
+			i = j + 2
+		default:
+			j := i
+			for j < len(s) && s[j] != '.' && s[j] != '[' {
+				j++
+			}
+			out = append(out, s[i:j])
+			i = j
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("field path %q is empty", s)
+	}
+	return out, nil
+}
+
+// ParseFieldPaths reads status.items[].managedFields.
+func ParseFieldPaths(ss []string) ([]FieldPath, error) {
+	out := make([]FieldPath, 0, len(ss))
+	for _, s := range ss {
+		p, err := ParseFieldPath(s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }
 
 // identityPaths are set on every desired object but only name the target; they are not
@@ -109,4 +159,17 @@ func PathStrings(paths []FieldPath) []string {
 		out[i] = p.String()
 	}
 	return out
+}
+
+// hasPrefix tells whether p starts with prefix.
+func (p FieldPath) hasPrefix(prefix FieldPath) bool {
+	if len(prefix) > len(p) {
+		return false
+	}
+	for i := range prefix {
+		if p[i] != prefix[i] {
+			return false
+		}
+	}
+	return true
 }

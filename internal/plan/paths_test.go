@@ -87,11 +87,11 @@ func TestManagedPaths(t *testing.T) {
 			    advisor.kubevirt.io/managed-by: virt-advisor-operator
 			    machineconfiguration.openshift.io/role: worker
 			  annotations:
-			    advisor.kubevirt.io/profile: load-aware-rebalancing
+			    advisor.kubevirt.io/profile.load-aware-rebalancing: managed
 			spec:
 			  kernelArguments: [psi=1]
 		`)).To(Equal([]string{
-			`metadata.annotations["advisor.kubevirt.io/profile"]`,
+			`metadata.annotations["advisor.kubevirt.io/profile.load-aware-rebalancing"]`,
 			`metadata.labels["advisor.kubevirt.io/managed-by"]`,
 			`metadata.labels["machineconfiguration.openshift.io/role"]`,
 			"spec.kernelArguments",

@@ -1,27 +1,26 @@
 // Package profiles defines what a tuning profile is and keeps the registry of the
 // profiles this operator ships. Each profile lives in its own package under
 // internal/profiles/ and registers itself from cmd/; the controller only sees this
-// interface, so adding a profile touches no controller code.
+// interface, so adding a profile is one package and one registry line.
 package profiles
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
 	"github.com/kubevirt/virt-advisor-operator/internal/plan"
+	"github.com/kubevirt/virt-advisor-operator/internal/targets"
 )
 
 // Prerequisite is a CRD a profile cannot plan without, and the operator that installs it.
 type Prerequisite struct {
 	// CRD is the CustomResourceDefinition name, e.g. kubedeschedulers.operator.openshift.io.
 	CRD string
-	// Operator is what the administrator installs to get the CRD, e.g. "Kube Descheduler Operator".
+	// Operator is what the administrator installs to get the CRD, e.g. "the Kube Descheduler Operator".
 	Operator string
 }
 
@@ -36,8 +35,6 @@ type Profile interface {
 	// Prerequisites are the CRDs without which the profile cannot draft a plan at all
 	// with these options (components that are optional are Skipped items instead).
 	Prerequisites(opts *advisorv1alpha1.ProfileOptions) []Prerequisite
-	// ManagedKinds are every kind the profile may write; their objects are watched for drift.
-	ManagedKinds() []schema.GroupKind
 	// WatchedCRDs are the CRDs whose arrival, removal or schema change can change the plan.
 	WatchedCRDs() []string
 	// Defaults returns the options with every unset field at its default, the same
@@ -45,24 +42,18 @@ type Profile interface {
 	Defaults(opts *advisorv1alpha1.ProfileOptions) *advisorv1alpha1.ProfileOptions
 	// Validate checks defaulted options for what admission cannot check.
 	Validate(opts *advisorv1alpha1.ProfileOptions) error
-	// Render reads what it needs from the cluster (uncached) and returns the plan's items
-	// in execution order. A *PrerequisiteError means the cluster lacks something the
-	// administrator has to install or upgrade.
+	// Render reads what it needs from the cluster through reader (a plan.Recorder, which
+	// reads uncached and records what the plan depends on) and returns the plan's items in
+	// execution order. A *PrerequisiteError means the cluster lacks something the
+	// administrator has to install or change.
 	Render(ctx context.Context, reader client.Reader, opts *advisorv1alpha1.ProfileOptions) ([]plan.Item, error)
 }
 
 // PrerequisiteError says what the cluster lacks for a profile and what to do about it.
-type PrerequisiteError struct {
-	Message string
-}
-
-func (e *PrerequisiteError) Error() string { return e.Message }
+type PrerequisiteError = targets.PrerequisiteError
 
 // IsPrerequisiteError tells whether err is, or wraps, a *PrerequisiteError.
-func IsPrerequisiteError(err error) bool {
-	var pe *PrerequisiteError
-	return errors.As(err, &pe)
-}
+func IsPrerequisiteError(err error) bool { return targets.IsPrerequisiteError(err) }
 
 // Registry holds the profiles by name.
 type Registry struct {

@@ -87,7 +87,7 @@ var _ = Describe("An administrator with kubectl", Ordered, func() {
 		Expect(jsonpath("machineconfig/99-worker-psi-karg", "{.metadata.labels.advisor\\.kubevirt\\.io/managed-by}")).
 			To(Equal("virt-advisor-operator"))
 		managers := jsonpath("kubedescheduler/cluster", "{.metadata.managedFields[*].manager}", "-n", "openshift-kube-descheduler-operator")
-		Expect(strings.Fields(managers)).To(ContainElement("virt-advisor-operator"))
+		Expect(strings.Fields(managers)).To(ContainElement("virt-advisor-operator/load-aware-rebalancing"), "each profile applies with its own field manager")
 	})
 
 	It("sees an out-of-band edit as Drifted, with the correction in the diff", func() {

@@ -12,7 +12,6 @@ import (
 var _ = Describe("load-aware-rebalancing with the 4.20+ KubeDescheduler CRD (incl. the 4.21+ CEL rules)", Ordered, ContinueOnFailure, func() {
 	cl := onCluster("4.20")
 	describeProfileSelection(cl, variant420)
-	describeSchemaInspection(cl)
 	describeEvictionLimits(cl)
 	describeOptions(cl)
 	describeDefaultsMatchTheCRD(cl)

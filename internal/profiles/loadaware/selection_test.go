@@ -1,16 +1,20 @@
 package loadaware_test
 
+// These specs run on the per-generation envtest control planes (clusters_test.go) and
+// test only what needs the real API server: that its dry-run, with the generation's CRD
+// schema and CEL rules, accepts the drafted KubeDescheduler, the diffs its server-side
+// apply dry-run produces, and the managed fields recorded from it. What RenderItems
+// produces (profile chosen and why, merged profile list, profileCustomizations, eviction
+// limits, mode and interval, per generation) is the table in render_test.go.
+
 import (
 	"slices"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
-	"github.com/kubevirt/virt-advisor-operator/internal/plan"
 	"github.com/kubevirt/virt-advisor-operator/internal/profiles/loadaware"
 )
 
@@ -18,14 +22,12 @@ import (
 type variant struct {
 	// gen is the test/crds/kubedescheduler directory.
 	gen string
-	// chosen is the descheduler profile the profile must pick, and reason the explanation
-	// its message gives.
-	chosen, reason string
+	// chosen is the descheduler profile the profile must pick.
+	chosen string
 	// customizations: the chosen profile is a KubeVirt*RelieveAndMigrate one on a CRD with
-	// devEnableEvictionsInBackground, devEnableSoftTainter and devDeviationThresholds.
+	// devEnableEvictionsInBackground, devEnableSoftTainter and devDeviationThresholds; when
+	// false, the drafted item must neither set nor manage spec.profileCustomizations.
 	customizations bool
-	// evictionTotal and evictionNode: the CRD has spec.evictionLimits.total / .node.
-	evictionTotal, evictionNode bool
 	// duplicatesAllowed: the CRD has no rule against duplicate profiles.
 	duplicatesAllowed bool
 	// conflicting are live profile sets, each valid on this CRD, holding a profile that
@@ -43,10 +45,7 @@ var (
 	variant420 = variant{
 		gen:            "4.20",
 		chosen:         "KubeVirtRelieveAndMigrate",
-		reason:         "the best the installed descheduler offers",
 		customizations: true,
-		evictionTotal:  true,
-		evictionNode:   true,
 		conflicting: []TableEntry{
 			Entry("its dev-preview predecessor DevKubeVirtRelieveAndMigrate",
 				[]string{"AffinityAndTaints", "DevKubeVirtRelieveAndMigrate"}, []string{"AffinityAndTaints", "KubeVirtRelieveAndMigrate"}),
@@ -61,9 +60,7 @@ var (
 	variant418 = variant{
 		gen:            "4.18",
 		chosen:         "DevKubeVirtRelieveAndMigrate",
-		reason:         "the installed descheduler does not offer KubeVirtRelieveAndMigrate",
 		customizations: true,
-		evictionTotal:  true,
 		conflicting: []TableEntry{
 			Entry("the LongLifecycle fallback",
 				[]string{"AffinityAndTaints", "LongLifecycle"}, []string{"AffinityAndTaints", "DevKubeVirtRelieveAndMigrate"}),
@@ -75,10 +72,8 @@ var (
 		duplicatesAllowed: true,
 	}
 	variant417 = variant{
-		gen:           "4.17",
-		chosen:        "LongLifecycle",
-		reason:        "the installed descheduler does not offer KubeVirtRelieveAndMigrate or DevKubeVirtRelieveAndMigrate",
-		evictionTotal: true,
+		gen:    "4.17",
+		chosen: "LongLifecycle",
 		conflicting: []TableEntry{
 			Entry("its predecessor DevPreviewLongLifecycle",
 				[]string{"AffinityAndTaints", "DevPreviewLongLifecycle"}, []string{"AffinityAndTaints", "LongLifecycle"}),
@@ -90,7 +85,6 @@ var (
 	variant416 = variant{
 		gen:    "4.16",
 		chosen: "DevPreviewLongLifecycle",
-		reason: "the installed descheduler does not offer KubeVirtRelieveAndMigrate or DevKubeVirtRelieveAndMigrate or LongLifecycle",
 		conflicting: []TableEntry{
 			Entry("LifecycleAndUtilization",
 				[]string{"LifecycleAndUtilization", "TopologyAndDuplicates"}, []string{"TopologyAndDuplicates", "DevPreviewLongLifecycle"}),
@@ -109,49 +103,10 @@ func describeProfileSelection(cl *cluster, v variant) {
 			d = cl.draft(nil)
 		})
 
-		It("chooses "+v.chosen+" and says why in the item message", func() {
-			Expect(desiredProfiles(d.descheduler())).To(ContainElement(v.chosen))
-			Expect(d.descheduler().Message).To(ContainSubstring(
-				"KubeDescheduler cluster will be configured with profile " + v.chosen + " (" + v.reason + ")"))
-		})
-
-		It("keeps AffinityAndTaints and SoftTopologyAndDuplicates, drops the conflicting LifecycleAndUtilization and lists no profile twice", func() {
-			Expect(desiredProfiles(d.descheduler())).To(Equal([]string{"AffinityAndTaints", "SoftTopologyAndDuplicates", v.chosen}))
-		})
-
-		if v.customizations {
-			It("turns on evictions in background and the soft tainter and sets the deviation thresholds of the option (default AsymmetricLow)", func() {
-				Expect(desiredSpec(d.descheduler())).To(HaveKeyWithValue("profileCustomizations", map[string]any{
-					"devEnableEvictionsInBackground": true,
-					"devEnableSoftTainter":           true,
-					"devDeviationThresholds":         "AsymmetricLow",
-				}))
-				Expect(d.descheduler().Message).To(ContainSubstring("deviation thresholds AsymmetricLow"))
-			})
-		} else {
+		if !v.customizations {
 			It("sets no profileCustomizations for the "+v.chosen+" fallback", func() {
 				Expect(desiredSpec(d.descheduler())).NotTo(HaveKey("profileCustomizations"))
 				Expect(d.descheduler().ManagedFields).NotTo(ContainElement(HavePrefix("spec.profileCustomizations")))
-			})
-		}
-
-		switch {
-		case v.evictionNode:
-			It("limits evictions per run in total and per node (defaults 5 and 2)", func() {
-				Expect(desiredSpec(d.descheduler())).To(HaveKeyWithValue("evictionLimits",
-					map[string]any{"total": int64(5), "node": int64(2)}))
-				Expect(d.descheduler().Message).To(ContainSubstring("at most 5 evictions per run (default) and 2 per node (default)"))
-			})
-		case v.evictionTotal:
-			It("limits evictions per run in total only, since this CRD has no evictionLimits.node", func() {
-				Expect(desiredSpec(d.descheduler())).To(HaveKeyWithValue("evictionLimits", map[string]any{"total": int64(5)}))
-				Expect(d.descheduler().Message).To(ContainSubstring("at most 5 evictions per run (default)"))
-				Expect(d.descheduler().Message).NotTo(ContainSubstring("per node"))
-			})
-		default:
-			It("sets no evictionLimits, since this CRD has none", func() {
-				Expect(desiredSpec(d.descheduler())).NotTo(HaveKey("evictionLimits"))
-				Expect(d.descheduler().Message).NotTo(ContainSubstring("evictions"))
 			})
 		}
 
@@ -169,13 +124,6 @@ func describeProfileSelection(cl *cluster, v variant) {
 			}
 			Expect(it.SnapshotHash).NotTo(BeEmpty())
 			Expect(it.ImpactSeverity).To(Equal(advisorv1alpha1.ImpactMedium))
-		})
-
-		It("sets the mode Automatic and the 60 s interval of the defaults over the live Predictive, hourly ones", func() {
-			spec := desiredSpec(d.descheduler())
-			Expect(spec).To(HaveKeyWithValue("mode", "Automatic"))
-			Expect(spec).To(HaveKeyWithValue("deschedulingIntervalSeconds", int64(60)))
-			Expect(spec).To(HaveKeyWithValue("managementState", "Managed"))
 		})
 	})
 
@@ -220,41 +168,5 @@ func describeProfileSelection(cl *cluster, v variant) {
 		Expect(it.Message).To(HavePrefix("KubeDescheduler cluster will be created with profile " + v.chosen))
 		Expect(it.State).To(Equal(advisorv1alpha1.ItemPending), "item message: %s", it.Message)
 		Expect(it.Diff).To(HavePrefix("--- /dev/null"))
-	})
-}
-
-// describeSchemaInspection specifies that the profile sets only the profileCustomizations
-// keys the installed CRD declares. The CRD is the installed one with keys removed, served
-// to Render through crdOverride; nothing is drafted, since the API server keeps the full
-// schema.
-func describeSchemaInspection(cl *cluster) {
-	Context("with a KubeDescheduler CRD that declares fewer profileCustomizations keys", func() {
-		render := func(without ...string) plan.Item {
-			crd := cl.deschedulerCRD()
-			editSpecSchema(crd, func(spec *apiextensionsv1.JSONSchemaProps) {
-				for _, key := range without {
-					delete(spec.Properties["profileCustomizations"].Properties, key)
-				}
-			})
-			items, err := loadaware.New().Render(ctx, crdOverride{Reader: cl.c, crd: crd}, nil)
-			Expect(err).NotTo(HaveOccurred())
-			Expect(items).NotTo(BeEmpty())
-			Expect(items[0].Name).To(Equal(loadaware.ItemDescheduler))
-			return items[0]
-		}
-
-		It("sets only the keys the CRD declares", func() {
-			it := render("devEnableSoftTainter", "devDeviationThresholds")
-			custom, found, err := unstructured.NestedMap(it.Desired.Object, "spec", "profileCustomizations")
-			Expect(err).NotTo(HaveOccurred())
-			Expect(found).To(BeTrue())
-			Expect(custom).To(Equal(map[string]any{"devEnableEvictionsInBackground": true}))
-			Expect(it.Message).NotTo(ContainSubstring("deviation thresholds"))
-		})
-
-		It("sets no profileCustomizations when the CRD declares none of its keys", func() {
-			it := render("devEnableEvictionsInBackground", "devEnableSoftTainter", "devDeviationThresholds")
-			Expect(it.Desired.Object["spec"]).NotTo(HaveKey("profileCustomizations"))
-		})
 	})
 }

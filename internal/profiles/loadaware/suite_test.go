@@ -124,10 +124,10 @@ func (cl *cluster) draft(opts *advisorv1alpha1.ProfileOptions) drafted {
 func (cl *cluster) draftWith(reader client.Reader, opts *advisorv1alpha1.ProfileOptions) drafted {
 	rendered, err := loadaware.New().Render(ctx, reader, opts)
 	Expect(err).NotTo(HaveOccurred())
-	items, err := (&plan.Engine{Reader: cl.c, Writer: cl.c}).Draft(ctx, profileName, rendered)
+	p, err := (&plan.Engine{Reader: cl.c, Writer: cl.c}).Draft(ctx, plan.Request{Profile: profileName, Items: rendered})
 	Expect(err).NotTo(HaveOccurred())
-	Expect(items).To(HaveLen(len(rendered)))
-	return drafted{rendered: rendered, items: items}
+	Expect(p.Items).To(HaveLen(len(rendered)))
+	return drafted{rendered: rendered, items: p.Items}
 }
 
 // item is the drafted item of that name.

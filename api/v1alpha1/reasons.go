@@ -1,0 +1,110 @@
+package v1alpha1
+
+// Condition reasons. The condition that carries a phase (see the conditions list on
+// VirtPlatformConfigStatus) has one of these reasons; conditions that do not hold carry
+// the name of the current phase as their reason. The operator never decides anything
+// from a reason: what must survive a restart is a typed status field (status.approval,
+// status.driftCorrection, status.items[]).
+const (
+	// ReasonCreated: the config is new; the operator drafts its first plan.
+	ReasonCreated = "Created"
+	// ReasonResumed: spec.action left Ignore; a fresh plan is drafted.
+	ReasonResumed = "Resumed"
+	// ReasonDrafting: the plan is being drafted for the current spec.
+	ReasonDrafting = "Drafting"
+	// ReasonSpecChanged: a spec field other than action and approvedPlanHash changed, so
+	// the plan is drafted again (rule 1).
+	ReasonSpecChanged = "SpecChanged"
+	// ReasonPrerequisitesRechecked: a missing prerequisite may have arrived; the plan is
+	// drafted again.
+	ReasonPrerequisitesRechecked = "PrerequisitesRechecked"
+	// ReasonRetry: the spec was touched after a refused plan; the plan is drafted again.
+	ReasonRetry = "Retry"
+
+	// ReasonAwaitingApproval: the plan is shown in status.items and waits for
+	// spec.action Apply.
+	ReasonAwaitingApproval = "AwaitingApproval"
+	// ReasonApprovalMismatch: spec.approvedPlanHash is not status.planHash; the plan shown
+	// is not the one that was approved.
+	ReasonApprovalMismatch = "ApprovalMismatch"
+	// ReasonPlanStale: a target changed after the plan was reviewed; the plan was drafted
+	// again and needs a fresh approval (rule 4).
+	ReasonPlanStale = "PlanStale"
+	// ReasonInputDependencyDrift: an object the plan was rendered from (not one it
+	// writes) changed after the plan was applied or reviewed, and the plan rendered now
+	// differs; it needs a fresh approval.
+	ReasonInputDependencyDrift = "InputDependencyDrift"
+	// ReasonPaused: spec.action was set away from Apply during execution; execution stops
+	// before its next step and resumes on Apply.
+	ReasonPaused = "Paused"
+
+	// ReasonExecuting: the approved plan is being applied, item by item.
+	ReasonExecuting = "Executing"
+	// ReasonNoChanges: every target already matches the plan; there is nothing to apply.
+	ReasonNoChanges = "NoChanges"
+	// ReasonApplied: every item was applied and took effect; the targets are watched.
+	ReasonApplied = "Applied"
+	// ReasonInSync: drifted targets are back as the plan applied them.
+	ReasonInSync = "InSync"
+	// ReasonItemsFailed: execution finished under failurePolicy Continue with failed items.
+	ReasonItemsFailed = "ItemsFailed"
+
+	// ReasonDriftDetected: a field the plan applied was changed out of band (rule 7).
+	ReasonDriftDetected = "DriftDetected"
+	// ReasonThrashing: drift correction (bypassOptimisticLock) was throttled three times in
+	// a row; the operator stopped correcting until the spec changes.
+	ReasonThrashing = "Thrashing"
+
+	// ReasonUpgradeAvailable: this operator version renders a different plan than the one
+	// an older version applied (rule 10).
+	ReasonUpgradeAvailable = "UpgradeAvailable"
+
+	// ReasonPrerequisiteMissing: a CRD the profile needs is not served; the message names
+	// the operator to install (rule 9).
+	ReasonPrerequisiteMissing = "PrerequisiteMissing"
+	// ReasonTargetUnavailable: the kind of an applied target is no longer served (its
+	// operator was uninstalled); the message names the operator to reinstall.
+	ReasonTargetUnavailable = "TargetUnavailable"
+
+	// ReasonItemFailed: an item failed under failurePolicy Abort; the items after it were
+	// not applied.
+	ReasonItemFailed = "ItemFailed"
+	// ReasonPlanRejected: the API server refused the dry-run of an item; nothing was applied.
+	ReasonPlanRejected = "PlanRejected"
+	// ReasonInvalidOptions: spec.options break a rule admission cannot check.
+	ReasonInvalidOptions = "InvalidOptions"
+	// ReasonInvalidPlan: the profile rendered a plan the engine refuses (a defect of the
+	// operator, not of the cluster).
+	ReasonInvalidPlan = "InvalidPlan"
+	// ReasonPlanIntegrity: the plan in status no longer hashes to the approved plan (it was
+	// changed outside the operator); nothing more is applied.
+	ReasonPlanIntegrity = "PlanIntegrity"
+	// ReasonUnknownProfile: this operator version does not implement the profile.
+	ReasonUnknownProfile = "UnknownProfile"
+
+	// ReasonActionIgnore: spec.action is Ignore (rule 8).
+	ReasonActionIgnore = "ActionIgnore"
+)
+
+// Event reasons that are not phase transitions (a transition's Event carries the new phase
+// as its reason).
+const (
+	// EventItemApplied: an item's server-side apply was sent.
+	EventItemApplied = "ItemApplied"
+	// EventItemAlreadyApplied: after a restart, an item's target already held the approved
+	// values; it was recorded as applied without a second write.
+	EventItemAlreadyApplied = "ItemAlreadyApplied"
+	// EventItemFailed: an item failed.
+	EventItemFailed = "ItemFailed"
+	// EventItemRejected: the API server refused an item's dry-run.
+	EventItemRejected = "ItemRejected"
+	// EventItemReleased: an item left the plan; its target is left as it is and its fields
+	// are handed back.
+	EventItemReleased = "ItemReleased"
+	// EventFieldConflict: another field manager owns a field the plan sets, with another value.
+	EventFieldConflict = "FieldConflict"
+	// EventBadAnnotation: a user-control annotation on a target is malformed or forbidden.
+	EventBadAnnotation = "BadAnnotation"
+	// EventThrottled: a drift correction was held back by the per-target rate limit.
+	EventThrottled = "Throttled"
+)

@@ -1,0 +1,170 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
+)
+
+// Who drafted a plan decides what approves it (rule 13).
+type drafter int
+
+const (
+	// byUser: the user changed the spec (or created the config); spec.action Apply of that
+	// generation approves the plan drafted for it ("apply before review", rule 3).
+	byUser drafter = iota
+	// byOperator: the operator redrafted on its own (a target changed after review, drift,
+	// an input change, an upgrade, a retry); only a spec change made after the plan was
+	// shown, or an approvedPlanHash equal to its hash, approves it.
+	byOperator
+	// resumed: an interrupted draft (a missing prerequisite, a passing API error, a
+	// restart) is drafted again; what approves it stays what it was.
+	resumed
+)
+
+type approvalState int
+
+const (
+	notApproved approvalState = iota
+	approved
+	mismatched
+)
+
+func (s *scope) approvalStatus() *advisorv1alpha1.ApprovalStatus {
+	if s.vpc.Status.Approval == nil {
+		s.vpc.Status.Approval = &advisorv1alpha1.ApprovalStatus{MinGeneration: s.vpc.Generation}
+	}
+	return s.vpc.Status.Approval
+}
+
+// recordDrafter persists, with the plan, which spec generations may approve it and, for a
+// plan the operator drafted on its own, why.
+func (s *scope) recordDrafter(d drafter, cause string) {
+	a := s.approvalStatus()
+	switch d {
+	case byUser:
+		a.MinGeneration = s.vpc.Generation
+		a.OperatorDrafted, a.Cause = false, ""
+	case byOperator:
+		a.MinGeneration = s.vpc.Generation + 1
+		a.OperatorDrafted, a.Cause = true, cause
+	}
+}
+
+// shown notes that the plan drafted in this reconcile is about to be shown: a plan the
+// operator drafted on its own is approved only by a spec change made after now, even when
+// the spec changed while it was being drafted (an API error, a restart, a missing CRD
+// kept it in Drafting).
+func (s *scope) shown() {
+	if a := s.approvalStatus(); a.OperatorDrafted && a.MinGeneration <= s.vpc.Generation {
+		a.MinGeneration = s.vpc.Generation + 1
+	}
+}
+
+// approval tells whether the spec approves the plan in status. The decision reads typed
+// status fields only: approval.minGeneration (persisted with every plan) and planHash.
+func (s *scope) approval() approvalState {
+	spec, st := s.vpc.Spec, s.vpc.Status
+	switch {
+	case spec.Action != advisorv1alpha1.ActionApply || st.PlanHash == "":
+		return notApproved
+	case spec.ApprovedPlanHash != "" && spec.ApprovedPlanHash == st.PlanHash:
+		// The hash covers the plan's revision: it was copied from this very plan.
+		return approved
+	case spec.ApprovedPlanHash != "":
+		return mismatched
+	case s.vpc.Generation >= s.approvalStatus().MinGeneration:
+		return approved
+	}
+	return notApproved
+}
+
+// approveCommand is the exact command that approves the plan in status: it pins the
+// approval to the plan's hash, and it is always a spec change, so it also approves a plan
+// the operator drafted on its own.
+func (s *scope) approveCommand() string {
+	return fmt.Sprintf(`kubectl patch vpc %s --type merge -p '{"spec":{"action":"Apply","approvedPlanHash":"%s"}}'`,
+		s.vpc.Name, s.vpc.Status.PlanHash)
+}
+
+// requireApproval marks the plan in status as waiting for an approval, with the command
+// that gives it.
+func (s *scope) requireApproval() string {
+	a := s.approvalStatus()
+	a.Required = true
+	a.Command = s.approveCommand()
+	return a.Command
+}
+
+// approvalGiven clears the wait and records what approved the execution that starts.
+func (s *scope) approvalGiven() {
+	a := s.approvalStatus()
+	a.Required, a.Command = false, ""
+	a.ApprovedPlanHash = s.vpc.Status.PlanHash
+	a.ApprovedGeneration = s.vpc.Generation
+}
+
+// noApprovalNeeded clears the wait (the plan in status has nothing to approve).
+func (s *scope) noApprovalNeeded() {
+	if a := s.vpc.Status.Approval; a != nil {
+		a.Required, a.Command = false, ""
+	}
+}
+
+// decide executes a plan the spec already approves and otherwise waits in ReviewRequired
+// with reason and message (the message is completed with the approving command).
+func (r *VirtPlatformConfigReconciler) decide(ctx context.Context, s *scope, reason, message string) (ctrl.Result, error) {
+	if s.drafted {
+		s.shown()
+	}
+	switch s.approval() {
+	case approved:
+		return r.startExecution(ctx, s, !s.drafted)
+	case mismatched:
+		if reason != advisorv1alpha1.ReasonAwaitingApproval {
+			// Say why the plan changed under the pin, then what approves it.
+			return r.awaitMatchingPin(s, message), nil
+		}
+		return r.awaitMatchingPin(s, ""), nil
+	}
+	return r.awaitApproval(s, reason, message), nil
+}
+
+func (s *scope) mismatchMessage() string {
+	return fmt.Sprintf("spec.approvedPlanHash %s is not status.planHash %s: the plan shown is not the one that was approved. "+
+		"Review status.items[].diff; to approve the plan shown: %s", s.vpc.Spec.ApprovedPlanHash, s.vpc.Status.PlanHash, s.approveCommand())
+}
+
+// awaitApproval waits in ReviewRequired. The message ends with the command that approves
+// the plan shown.
+func (r *VirtPlatformConfigReconciler) awaitApproval(s *scope, reason, message string) ctrl.Result {
+	cmd := s.requireApproval()
+	s.setPhase(advisorv1alpha1.PhaseReviewRequired, reason, message+". To approve it: "+cmd)
+	return ctrl.Result{}
+}
+
+// awaitMatchingPin waits in ReviewRequired because spec.approvedPlanHash names another
+// plan: reason ApprovalMismatch, and an Event naming both hashes.
+// why, when set, says first why the plan changed under the pin.
+func (r *VirtPlatformConfigReconciler) awaitMatchingPin(s *scope, why string) ctrl.Result {
+	s.requireApproval()
+	s.noteMismatch()
+	msg := s.mismatchMessage()
+	if why != "" {
+		msg = why + ". " + msg
+	}
+	s.setPhase(advisorv1alpha1.PhaseReviewRequired, advisorv1alpha1.ReasonApprovalMismatch, msg)
+	return ctrl.Result{}
+}
+
+// noteMismatch records the ApprovalMismatch Event when the pin or the plan is new in this
+// reconcile, so a config waiting with a wrong pin does not repeat it.
+func (s *scope) noteMismatch() {
+	if s.newGeneration || s.before.Status.PlanHash != s.vpc.Status.PlanHash {
+		s.note(corev1.EventTypeWarning, advisorv1alpha1.ReasonApprovalMismatch, "%s", s.mismatchMessage())
+	}
+}

@@ -1,0 +1,263 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
+	"github.com/kubevirt/virt-advisor-operator/internal/plan"
+	"github.com/kubevirt/virt-advisor-operator/internal/profiles"
+)
+
+// draftCause says why a plan is drafted: the reason and message of the Drafting
+// condition, and the reason the plan then waits for review with.
+type draftCause struct {
+	by      drafter
+	reason  string
+	message string
+	review  string
+}
+
+// rendering is a profile's render through a recorder, done once and used by the checks
+// and the draft that follows.
+type rendering struct {
+	rec   *plan.Recorder
+	items []plan.Item
+	err   error
+}
+
+// render reads the prerequisites and renders the profile through one recorder, the reads a
+// draft makes, so a rendering and a draft record the same inputs.
+func (r *VirtPlatformConfigReconciler) render(ctx context.Context, s *scope) *rendering {
+	rec := plan.NewRecorder(r.APIReader)
+	missing, err := missingPrerequisites(ctx, rec, s.profile.Prerequisites(s.opts))
+	switch {
+	case err != nil:
+		return &rendering{rec: rec, err: err}
+	case len(missing) > 0:
+		return &rendering{rec: rec, err: &profiles.PrerequisiteError{Message: strings.Join(missing, "; ")}}
+	}
+	items, err := s.profile.Render(ctx, rec, s.opts)
+	return &rendering{rec: rec, items: items, err: err}
+}
+
+// draft renders and dry-runs a fresh plan, then hands it to review or, when the spec
+// already approves it, to execution. A rendering already done by the caller is reused.
+func (r *VirtPlatformConfigReconciler) draft(ctx context.Context, s *scope, cause draftCause, done *rendering) (ctrl.Result, error) {
+	st := &s.vpc.Status
+	s.setPhase(advisorv1alpha1.PhaseDrafting, cause.reason, cause.message)
+	// Persisted with whatever this draft ends in, including a passing error: a redraft
+	// the operator started needs a fresh approval, however it gets interrupted.
+	s.recordDrafter(cause.by, cause.review)
+	if cause.by == resumed {
+		if a := s.approvalStatus(); a.OperatorDrafted && a.Cause != "" {
+			// The interrupted draft was the operator's own: say why it was drafted.
+			cause.review = a.Cause
+		}
+	}
+	fail := func(phase advisorv1alpha1.Phase, reason, message string) {
+		s.clearPlan()
+		st.PlanSpecHash = s.specHash
+		st.AppliedOptions = s.opts
+		s.setPhase(phase, reason, message)
+	}
+	if err := s.profile.Validate(s.opts); err != nil {
+		fail(advisorv1alpha1.PhaseFailed, advisorv1alpha1.ReasonInvalidOptions, fmt.Sprintf("%v: fix spec.options", err))
+		return ctrl.Result{}, nil
+	}
+	if done == nil {
+		done = &rendering{rec: plan.NewRecorder(r.APIReader)}
+	}
+	missing, err := missingPrerequisites(ctx, done.rec, s.profile.Prerequisites(s.opts))
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if len(missing) > 0 {
+		fail(advisorv1alpha1.PhasePrerequisiteFailed, advisorv1alpha1.ReasonPrerequisiteMissing, strings.Join(missing, "; "))
+		return ctrl.Result{RequeueAfter: prerequisiteRecheck}, nil
+	}
+	if done.items == nil && done.err == nil {
+		done.items, done.err = s.profile.Render(ctx, done.rec, s.opts)
+	}
+	if done.err != nil {
+		if profiles.IsPrerequisiteError(done.err) {
+			fail(advisorv1alpha1.PhasePrerequisiteFailed, advisorv1alpha1.ReasonPrerequisiteMissing, done.err.Error())
+			return ctrl.Result{RequeueAfter: prerequisiteRecheck}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("render profile %s: %w", s.vpc.Spec.Profile, done.err)
+	}
+	p, err := r.Engine.Draft(ctx, plan.Request{
+		Profile: s.profileName(), Items: done.items, Recorder: done.rec,
+		Revision: st.PlanRevision + 1, Previous: st.Items,
+	})
+	if err != nil {
+		if errors.Is(err, plan.ErrInvalidPlan) {
+			fail(advisorv1alpha1.PhaseFailed, advisorv1alpha1.ReasonInvalidPlan, err.Error())
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	r.install(s, p, st.PlanRevision+1)
+	return r.review(ctx, s, cause)
+}
+
+// install puts a drafted plan in status. Items that keep their target keep what they
+// applied, so drift is still judged against it and a later plan can release it.
+func (r *VirtPlatformConfigReconciler) install(s *scope, p plan.Plan, revision int64) {
+	st := &s.vpc.Status
+	noteNewConflicts(s, st.Items, p.Items)
+	applied := map[string]*advisorv1alpha1.AppliedRecord{}
+	for _, it := range st.Items {
+		if it.Applied != nil && it.Action != advisorv1alpha1.ItemActionRelease {
+			applied[it.Name+"\x00"+targetKeyOf(it.TargetRef).String()] = it.Applied
+		}
+	}
+	for i := range p.Items {
+		it := &p.Items[i]
+		it.Applied = applied[it.Name+"\x00"+targetKeyOf(it.TargetRef).String()]
+		t := s.now
+		it.LastTransitionTime = &t
+	}
+	st.Items = p.Items
+	st.PlanRevision = revision
+	st.PlanHash = p.PlanHash
+	st.SourceSnapshotHash = p.SnapshotHash
+	st.Inputs, st.InputsHash = p.Inputs, p.InputsHash
+	st.FieldManager = p.FieldManager
+	st.PlanSpecHash = s.specHash
+	st.AppliedOptions = s.opts
+	st.OperatorVersion = r.Version
+	s.drafted = true
+	s.noteAll(p.Notes)
+}
+
+// noteNewConflicts records a FieldConflict Event for each conflict the plan shows that the
+// plan it replaces did not show, so redrafting the same plan repeats no Event.
+func noteNewConflicts(s *scope, previous, drafted []advisorv1alpha1.PlanItem) {
+	shown := map[string]bool{}
+	key := func(item string, c advisorv1alpha1.FieldConflict) string {
+		return item + "\x00" + c.Path + "\x00" + c.Manager + "\x00" + c.LiveValue + "\x00" + c.PlannedValue
+	}
+	for _, it := range previous {
+		for _, c := range it.Conflicts {
+			shown[key(it.Name, c)] = true
+		}
+	}
+	for _, it := range drafted {
+		for _, c := range it.Conflicts {
+			if !shown[key(it.Name, c)] {
+				s.noteItem(it.Name, corev1.EventTypeWarning, advisorv1alpha1.EventFieldConflict,
+					"item %s: %s; approving the plan takes it over", it.Name, plan.DescribeConflict(c))
+			}
+		}
+	}
+}
+
+// review decides what a freshly drafted plan needs: nothing (rule 2: every target already
+// matches), a fix (the API server refuses part of it), or an approval.
+func (r *VirtPlatformConfigReconciler) review(ctx context.Context, s *scope, cause draftCause) (ctrl.Result, error) {
+	st := &s.vpc.Status
+	var rejected []string
+	changes := 0
+	for i, it := range st.Items {
+		switch {
+		case it.State == advisorv1alpha1.ItemFailed:
+			rejected = append(rejected, fmt.Sprintf("%s: %s", it.Name, it.Message))
+		case it.State == advisorv1alpha1.ItemPending && it.Diff == plan.NoChanges:
+			s.setItemState(i, advisorv1alpha1.ItemPending, "already as planned: "+it.Message)
+		case it.State == advisorv1alpha1.ItemPending:
+			changes++
+		}
+	}
+	if len(rejected) > 0 {
+		s.noApprovalNeeded()
+		s.setPhase(advisorv1alpha1.PhaseFailed, advisorv1alpha1.ReasonPlanRejected,
+			"the API server refuses part of the plan, nothing was applied: "+strings.Join(rejected, "; ")+
+				". Fix the cause, then change or touch the spec to draft the plan again")
+		return ctrl.Result{}, nil
+	}
+	if changes == 0 {
+		for i, it := range st.Items {
+			if it.State == advisorv1alpha1.ItemPending {
+				s.setItemState(i, advisorv1alpha1.ItemCompleted, it.Message)
+			}
+		}
+		s.noApprovalNeeded()
+		s.setPhase(advisorv1alpha1.PhaseCompleted, advisorv1alpha1.ReasonNoChanges, "every target already matches the plan")
+		return ctrl.Result{}, nil
+	}
+	msg := fmt.Sprintf("the plan changes %d target(s) (impact %s): review status.items[].diff", changes, highestImpact(st.Items))
+	if cause.by == byOperator {
+		msg = cause.message + "; " + msg
+	}
+	return r.decide(ctx, s, cause.review, msg)
+}
+
+// missingPrerequisites reads each prerequisite CRD and says what to install for the
+// missing ones.
+func missingPrerequisites(ctx context.Context, reader client.Reader, prereqs []profiles.Prerequisite) ([]string, error) {
+	var missing []string
+	for _, p := range prereqs {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		err := reader.Get(ctx, types.NamespacedName{Name: p.CRD}, crd)
+		switch {
+		case apierrors.IsNotFound(err):
+			missing = append(missing, fmt.Sprintf("CRD %s is missing: install %s", p.CRD, p.Operator))
+		case err != nil:
+			return nil, fmt.Errorf("read CRD %s: %w", p.CRD, err)
+		}
+	}
+	return missing, nil
+}
+
+// inputsChanged renders the profile again and tells whether the plan it renders now differs
+// from the plan in status because what it was rendered from changed. Inputs that changed
+// without changing any desired state (a pool that rolled out, a status update) are only
+// recorded. The rendering is returned for the redraft.
+func (r *VirtPlatformConfigReconciler) inputsChanged(ctx context.Context, s *scope) (bool, *rendering, error) {
+	st := &s.vpc.Status
+	done := r.render(ctx, s)
+	if done.err != nil {
+		if isPrerequisite(done.err) {
+			// A prerequisite went away: the redraft reports it.
+			return true, done, nil
+		}
+		return false, nil, fmt.Errorf("render profile %s: %w", s.vpc.Spec.Profile, done.err)
+	}
+	inputs, hash := done.rec.Inputs(targetsOf(st.Items))
+	if hash == st.InputsHash {
+		return false, done, nil
+	}
+	same, err := r.Engine.RendersSame(ctx, done.rec, s.profileName(), done.items, st.Items)
+	if err != nil {
+		return false, nil, err
+	}
+	if same {
+		st.Inputs, st.InputsHash = inputs, hash
+		return false, done, nil
+	}
+	return true, done, nil
+}
+
+func targetsOf(items []advisorv1alpha1.PlanItem) []advisorv1alpha1.TargetReference {
+	out := make([]advisorv1alpha1.TargetReference, 0, len(items))
+	for _, it := range items {
+		out = append(out, it.TargetRef)
+	}
+	return out
+}
+
+func highestImpact(items []advisorv1alpha1.PlanItem) advisorv1alpha1.ImpactSeverity {
+	st := advisorv1alpha1.VirtPlatformConfigStatus{Items: items}
+	summarize(&st)
+	return st.ImpactSeverity
+}

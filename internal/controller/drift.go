@@ -1,0 +1,304 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
+	"github.com/kubevirt/virt-advisor-operator/internal/metrics"
+	"github.com/kubevirt/virt-advisor-operator/internal/plan"
+	"github.com/kubevirt/virt-advisor-operator/internal/profiles"
+	"github.com/kubevirt/virt-advisor-operator/internal/targets"
+)
+
+func isPrerequisite(err error) bool { return profiles.IsPrerequisiteError(err) }
+
+// watchApplied keeps an applied plan in place, in every phase after an apply
+// (Completed, CompletedWithErrors, CompletedWithUpgrade, Drifted, and PrerequisiteFailed
+// when a target's kind went away): it offers the plan of a newer operator version
+// (rule 10), detects drift and its reversal (rule 7), redrafts when an input of the plan
+// changed, and applies approved or aggressive corrections.
+func (r *VirtPlatformConfigReconciler) watchApplied(ctx context.Context, s *scope) (ctrl.Result, error) {
+	st := &s.vpc.Status
+	if st.OperatorVersion != r.Version && (st.Phase == advisorv1alpha1.PhaseCompleted || st.Phase == advisorv1alpha1.PhaseCompletedWithErrors) {
+		return r.checkUpgrade(ctx, s)
+	}
+	d, err := r.refreshDrift(ctx, s)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if d.unavailable != "" {
+		s.note(corev1.EventTypeWarning, advisorv1alpha1.ReasonTargetUnavailable, "%s", d.unavailable)
+		s.noApprovalNeeded()
+		s.setPhase(advisorv1alpha1.PhasePrerequisiteFailed, advisorv1alpha1.ReasonTargetUnavailable, d.unavailable)
+		return ctrl.Result{RequeueAfter: prerequisiteRecheck}, nil
+	}
+	if d.controlsChanged {
+		return r.redraftInputs(ctx, s, "the user-control annotations of a target changed", nil)
+	}
+	if len(d.drifted) == 0 {
+		// A drifted target is settled first (its correction is the plan shown); the inputs
+		// are compared once the targets are as applied, since a profile may render from
+		// its own targets too.
+		if changed, done, err := r.inputsChanged(ctx, s); err != nil || changed {
+			if err != nil {
+				return ctrl.Result{}, err
+			}
+			if done.err != nil {
+				// The profile cannot be rendered any more (a CRD went away): the applied
+				// plan is kept, so drift is still judged against it when it is back.
+				s.noApprovalNeeded()
+				s.setPhase(advisorv1alpha1.PhasePrerequisiteFailed, advisorv1alpha1.ReasonPrerequisiteMissing,
+					done.err.Error()+"; the applied plan is kept and checked again when it is back")
+				return ctrl.Result{RequeueAfter: prerequisiteRecheck}, nil
+			}
+			return r.redraftInputs(ctx, s, "an object the plan was rendered from changed", done)
+		}
+	}
+	return r.settle(ctx, s, d.drifted)
+}
+
+// redraftInputs drafts the plan again because what it was rendered from changed. A plan
+// that comes out the same only records the new inputs; a different one needs a fresh
+// approval (reason InputDependencyDrift); one whose targets all already match is Completed.
+func (r *VirtPlatformConfigReconciler) redraftInputs(ctx context.Context, s *scope, why string, done *rendering) (ctrl.Result, error) {
+	return r.draft(ctx, s, draftCause{by: byOperator, reason: advisorv1alpha1.ReasonInputDependencyDrift,
+		message: why + "; drafted the plan again", review: advisorv1alpha1.ReasonInputDependencyDrift}, done)
+}
+
+// driftFindings is what refreshDrift found.
+type driftFindings struct {
+	drifted         []string
+	unavailable     string
+	controlsChanged bool
+}
+
+// refreshDrift rechecks every applied item against what it applied. A drifted item goes
+// back to Pending with the correction as its diff; an item whose drift was reverted is
+// Completed again. The plan shown changes with it (a new revision and hash).
+func (r *VirtPlatformConfigReconciler) refreshDrift(ctx context.Context, s *scope) (driftFindings, error) {
+	st := &s.vpc.Status
+	var d driftFindings
+	var unavailable []string
+	changed := false
+	served := map[string]bool{}
+	for i, it := range st.Items {
+		if it.Action == advisorv1alpha1.ItemActionRelease || (it.Applied == nil && it.ControlsHash == "") {
+			continue
+		}
+		ok, err := r.kindServed(ctx, it.TargetRef, served)
+		if err != nil {
+			return d, err
+		}
+		var dc plan.DriftCheck
+		if !ok {
+			err = &meta.NoKindMatchError{GroupKind: targetKeyOf(it.TargetRef).groupKind()}
+		} else {
+			dc, err = r.Engine.CheckDrift(ctx, s.profileName(), it)
+		}
+		if meta.IsNoMatchError(err) {
+			gk := targetKeyOf(it.TargetRef)
+			unavailable = append(unavailable, fmt.Sprintf("the cluster no longer serves %s, the kind of item %s's target: reinstall %s",
+				it.TargetRef.Kind, it.Name, targets.OperatorOf(gk.groupKind())))
+			continue
+		}
+		if err != nil {
+			return d, err
+		}
+		if dc.ControlsChanged {
+			d.controlsChanged = true
+			continue
+		}
+		if it.Applied == nil {
+			continue
+		}
+		item := &st.Items[i]
+		if dc.InSync {
+			if it.State == advisorv1alpha1.ItemPending && isCorrection(it) {
+				item.Diff = plan.NoChanges
+				item.Conflicts = nil
+				s.setItemState(i, advisorv1alpha1.ItemCompleted, "back in sync: the out-of-band change was reverted")
+				changed = true
+			}
+			continue
+		}
+		d.drifted = append(d.drifted, fmt.Sprintf("%s (%s %s: %s)", it.Name, it.TargetRef.Kind, it.TargetRef.Name, strings.Join(dc.ChangedPaths, ", ")))
+		if it.State != advisorv1alpha1.ItemPending || item.Diff != dc.Diff {
+			item.Diff, item.SnapshotHash, item.TargetHash, item.Conflicts = dc.Diff, dc.SnapshotHash, dc.TargetHash, dc.Conflicts
+			// The correction is a new apply, with a new rollout baseline.
+			item.HealthBaseline = ""
+			s.setItemState(i, advisorv1alpha1.ItemPending, fmt.Sprintf(
+				"drifted: %s changed out of band; the diff shows the correction", strings.Join(dc.ChangedPaths, ", ")))
+			changed = true
+		}
+	}
+	if len(unavailable) > 0 {
+		d.unavailable = strings.Join(unavailable, "; ")
+	}
+	if changed {
+		// The plan shown is now the correction: a new plan, approved anew.
+		s.rehash()
+		s.recordDrafter(byOperator, advisorv1alpha1.ReasonDriftDetected)
+	}
+	return d, nil
+}
+
+// kindServed tells, from its CRD, whether the cluster serves the version of a target's
+// kind: a cached discovery answer would still name a kind whose CRD was just deleted.
+// Kinds outside the third-party registry are assumed served (their reads say otherwise).
+func (r *VirtPlatformConfigReconciler) kindServed(ctx context.Context, ref advisorv1alpha1.TargetReference, seen map[string]bool) (bool, error) {
+	kind, known := targets.ByGroupKind(targetKeyOf(ref).groupKind())
+	if !known {
+		return true, nil
+	}
+	key := kind.CRD + "/" + ref.APIVersion
+	if ok, done := seen[key]; done {
+		return ok, nil
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	err := r.APIReader.Get(ctx, types.NamespacedName{Name: kind.CRD}, crd)
+	if client.IgnoreNotFound(err) != nil {
+		return false, fmt.Errorf("read CRD %s: %w", kind.CRD, err)
+	}
+	served := false
+	if err == nil && crd.DeletionTimestamp.IsZero() {
+		gv, _ := schema.ParseGroupVersion(ref.APIVersion)
+		for _, v := range crd.Spec.Versions {
+			served = served || (v.Name == gv.Version && v.Served)
+		}
+	}
+	seen[key] = served
+	return served, nil
+}
+
+// isCorrection tells whether a Pending item re-applies what it applied before (a drift
+// correction) rather than proposing something new (an upgrade).
+func isCorrection(it advisorv1alpha1.PlanItem) bool {
+	return it.Applied != nil && it.Applied.DesiredHash == itemDesiredHash(it)
+}
+
+// proposesChange tells whether the plan has items that would apply something new.
+func proposesChange(items []advisorv1alpha1.PlanItem) bool {
+	for _, it := range items {
+		if it.State == advisorv1alpha1.ItemPending && !isCorrection(it) {
+			return true
+		}
+	}
+	return false
+}
+
+// settle puts an applied plan in the phase its targets call for.
+func (r *VirtPlatformConfigReconciler) settle(ctx context.Context, s *scope, drifted []string) (ctrl.Result, error) {
+	st := &s.vpc.Status
+	aggressive := s.vpc.Spec.BypassOptimisticLock && s.vpc.Spec.Action == advisorv1alpha1.ActionApply
+	if len(drifted) > 0 {
+		if st.Phase != advisorv1alpha1.PhaseDrifted {
+			metrics.DriftDetected()
+		}
+		if aggressive {
+			s.setPhase(advisorv1alpha1.PhaseDrifted, advisorv1alpha1.ReasonDriftDetected,
+				"drifted from the plan: "+strings.Join(drifted, "; ")+". Re-applying (bypassOptimisticLock)")
+			return r.correctDrift(ctx, s, drifted)
+		}
+		if s.approval() == approved {
+			return r.startExecution(ctx, s, true)
+		}
+		msg := "drifted from the plan: " + strings.Join(drifted, "; ") +
+			". Revert the change, or review the correction in status.items[].diff and approve it: " + s.requireApproval()
+		if s.approval() == mismatched {
+			s.noteMismatch()
+			s.setPhase(advisorv1alpha1.PhaseDrifted, advisorv1alpha1.ReasonApprovalMismatch, "drifted from the plan: "+strings.Join(drifted, "; ")+". "+s.mismatchMessage())
+			return ctrl.Result{}, nil
+		}
+		s.setPhase(advisorv1alpha1.PhaseDrifted, advisorv1alpha1.ReasonDriftDetected, msg)
+		return ctrl.Result{}, nil
+	}
+	r.throttle().inSync(s.vpc.Name, s.now.Time)
+	if st.DriftCorrection != nil {
+		st.DriftCorrection = nil
+	}
+	if proposesChange(st.Items) {
+		if s.approval() == approved {
+			return r.startExecution(ctx, s, true)
+		}
+		cmd := s.requireApproval()
+		s.setPhase(advisorv1alpha1.PhaseCompletedWithUpgrade, advisorv1alpha1.ReasonUpgradeAvailable, fmt.Sprintf(
+			"operator %s plans differently for %s: review status.items[].diff, then approve: %s",
+			st.OperatorVersion, strings.Join(pendingNames(st.Items), ", "), cmd))
+		return ctrl.Result{}, nil
+	}
+	s.noApprovalNeeded()
+	switch {
+	case countState(st.Items, advisorv1alpha1.ItemFailed) > 0:
+		if st.Phase != advisorv1alpha1.PhaseCompletedWithErrors {
+			s.setPhase(advisorv1alpha1.PhaseCompletedWithErrors, advisorv1alpha1.ReasonInSync, "the targets are back as applied; some items had failed: see their messages")
+		}
+	case st.Phase != advisorv1alpha1.PhaseCompleted:
+		s.setPhase(advisorv1alpha1.PhaseCompleted, advisorv1alpha1.ReasonInSync, "the targets are back as planned")
+	}
+	return ctrl.Result{}, nil
+}
+
+func pendingNames(items []advisorv1alpha1.PlanItem) []string {
+	var out []string
+	for _, it := range items {
+		if it.State == advisorv1alpha1.ItemPending {
+			out = append(out, it.Name)
+		}
+	}
+	return out
+}
+
+// correctDrift re-applies drifted items in aggressive mode, at most as often as each
+// target's token bucket allows. Three throttle episodes in a row (a correction that does
+// not hold) stop it (Thrashing) until the spec changes; that stop is persisted.
+func (r *VirtPlatformConfigReconciler) correctDrift(ctx context.Context, s *scope, drifted []string) (ctrl.Result, error) {
+	st := &s.vpc.Status
+	if dc := st.DriftCorrection; dc != nil {
+		if dc.StoppedAtGeneration == s.vpc.Generation {
+			s.setPhase(advisorv1alpha1.PhaseDrifted, advisorv1alpha1.ReasonThrashing, dc.Message)
+			return ctrl.Result{}, nil
+		}
+		// The spec changed since: correct again, from a clean slate.
+		st.DriftCorrection = nil
+		r.throttle().forget(s.vpc.Name)
+	}
+	var keys []string
+	for _, it := range st.Items {
+		if it.State == advisorv1alpha1.ItemPending {
+			keys = append(keys, targetKeyOf(it.TargetRef).String())
+		}
+	}
+	v := r.throttle().allow(s.vpc.Name, keys, s.now.Time)
+	if v.allowed {
+		return r.startExecution(ctx, s, false)
+	}
+	if v.newEpisode {
+		metrics.Throttled()
+		s.note(corev1.EventTypeWarning, advisorv1alpha1.EventThrottled, "re-apply of %s held back by the rate limit (%s); retrying in %s",
+			strings.Join(keys, ", "), r.throttle().describe(), v.wait.Round(time.Second))
+	}
+	if v.streak >= r.throttle().maxStreak {
+		msg := fmt.Sprintf("stopped correcting drift: corrections were throttled %d times in a row without one holding, so something keeps changing %s. "+
+			"Find and stop the other writer, then change the spec to resume", v.streak, strings.Join(drifted, "; "))
+		st.DriftCorrection = &advisorv1alpha1.DriftCorrectionStatus{StoppedAtGeneration: s.vpc.Generation, Message: msg}
+		s.setPhase(advisorv1alpha1.PhaseDrifted, advisorv1alpha1.ReasonThrashing, msg)
+		if st.Phase != s.startPhase || s.before.Status.DriftCorrection == nil {
+			s.note(corev1.EventTypeWarning, advisorv1alpha1.ReasonThrashing, "%s", msg)
+		}
+		return ctrl.Result{}, nil
+	}
+	s.setPhase(advisorv1alpha1.PhaseDrifted, advisorv1alpha1.ReasonDriftDetected,
+		"drifted from the plan: "+strings.Join(drifted, "; ")+". Re-applying (bypassOptimisticLock) once the rate limit allows")
+	return ctrl.Result{RequeueAfter: v.wait}, nil
+}

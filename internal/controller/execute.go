@@ -1,0 +1,388 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
+	"github.com/kubevirt/virt-advisor-operator/internal/metrics"
+	"github.com/kubevirt/virt-advisor-operator/internal/plan"
+)
+
+// startExecution enters InProgress (rule 4): unless the lock is bypassed (or the plan was
+// drafted in this very reconcile), every item about to be applied must find its target as
+// it was when the plan was drafted; otherwise the plan is drafted again for review.
+// Failed items are retried. The transition is persisted before anything is applied.
+func (r *VirtPlatformConfigReconciler) startExecution(ctx context.Context, s *scope, checkLock bool) (ctrl.Result, error) {
+	st := &s.vpc.Status
+	if !planIntact(st) {
+		return r.refuseAltered(s), nil
+	}
+	for i, it := range st.Items {
+		switch {
+		case it.State == advisorv1alpha1.ItemFailed:
+			// A new attempt takes a new rollout baseline.
+			st.Items[i].HealthBaseline = ""
+			s.setItemState(i, advisorv1alpha1.ItemPending, "retrying: "+it.Message)
+		case it.State == advisorv1alpha1.ItemInProgress:
+			// Resuming after a pause: the wait for this item starts again.
+			t := s.now
+			st.Items[i].WaitingSince = &t
+		}
+	}
+	if checkLock && !s.vpc.Spec.BypassOptimisticLock {
+		stale, err := r.staleItems(ctx, s)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if len(stale) > 0 {
+			return r.redraftStale(ctx, s, strings.Join(stale, ", "))
+		}
+	}
+	s.approvalGiven()
+	s.setPhase(advisorv1alpha1.PhaseInProgress, advisorv1alpha1.ReasonExecuting,
+		fmt.Sprintf("applying %d item(s) in order", countState(st.Items, advisorv1alpha1.ItemPending)))
+	return ctrl.Result{RequeueAfter: immediately}, nil
+}
+
+// planIntact tells whether the plan in status still hashes to status.planHash: nobody but
+// the operator changed what is about to be applied.
+func planIntact(st *advisorv1alpha1.VirtPlatformConfigStatus) bool {
+	return st.PlanHash != "" && plan.PlanHash(st.PlanRevision, st.Items) == st.PlanHash
+}
+
+// refuseAltered stops a plan whose status was changed outside the operator.
+func (r *VirtPlatformConfigReconciler) refuseAltered(s *scope) ctrl.Result {
+	s.noApprovalNeeded()
+	s.setPhase(advisorv1alpha1.PhaseFailed, advisorv1alpha1.ReasonPlanIntegrity,
+		"the plan in status no longer hashes to the plan that was approved (status.items was changed outside the operator); "+
+			"nothing more is applied. Change or touch the spec to draft a fresh plan")
+	return ctrl.Result{}
+}
+
+// staleItems names the Pending items whose target changed (or appeared or disappeared)
+// since the plan was drafted. A target that already holds the item's approved values,
+// owned by the profile, is the profile's own earlier apply, not a change.
+func (r *VirtPlatformConfigReconciler) staleItems(ctx context.Context, s *scope) ([]string, error) {
+	var stale []string
+	for _, it := range s.vpc.Status.Items {
+		if it.State != advisorv1alpha1.ItemPending {
+			continue
+		}
+		current, err := r.Engine.Snapshot(ctx, s.profileName(), it)
+		if err != nil {
+			return nil, err
+		}
+		if current != it.SnapshotHash {
+			stale = append(stale, describeItem(it))
+		}
+	}
+	return stale, nil
+}
+
+func describeItem(it advisorv1alpha1.PlanItem) string {
+	return fmt.Sprintf("%s (%s %s)", it.Name, it.TargetRef.Kind, it.TargetRef.Name)
+}
+
+// redraftStale drafts the plan again because targets changed after review (rule 4).
+func (r *VirtPlatformConfigReconciler) redraftStale(ctx context.Context, s *scope, what string) (ctrl.Result, error) {
+	msg := fmt.Sprintf("target(s) changed since the plan was reviewed: %s; drafted a fresh plan", what)
+	s.note(corev1.EventTypeWarning, advisorv1alpha1.ReasonPlanStale, "%s", msg)
+	return r.draft(ctx, s, draftCause{by: byOperator, reason: advisorv1alpha1.ReasonPlanStale, message: msg,
+		review: advisorv1alpha1.ReasonPlanStale}, nil)
+}
+
+// execute takes one step of the plan (rule 5): prepare, apply or check the health of the
+// first unfinished item (rule 6). Items run strictly in order; each step is persisted
+// before the next one acts.
+func (r *VirtPlatformConfigReconciler) execute(ctx context.Context, s *scope) (ctrl.Result, error) {
+	st := &s.vpc.Status
+	if !planIntact(st) || s.approvalStatus().ApprovedPlanHash != st.PlanHash {
+		return r.refuseAltered(s), nil
+	}
+	i := nextItem(st.Items)
+	if i < 0 {
+		return r.finishExecution(ctx, s)
+	}
+	if s.vpc.Spec.Action != advisorv1alpha1.ActionApply {
+		// The approval was withdrawn: stop before anything else is written.
+		return r.pause(s, i), nil
+	}
+	item := &st.Items[i]
+	if item.State == advisorv1alpha1.ItemPending {
+		if res, prepared, err := r.prepare(ctx, s, i); err != nil || prepared {
+			return res, err
+		}
+		s.setItemState(i, advisorv1alpha1.ItemInProgress, "applying")
+	}
+	if !appliedInThisExecution(s, *item) {
+		if res, stop, err := r.applyItem(ctx, s, i); stop || err != nil {
+			return res, err
+		}
+	}
+	return r.checkItemHealth(ctx, s, i)
+}
+
+func nextItem(items []advisorv1alpha1.PlanItem) int {
+	for j, it := range items {
+		if it.State == advisorv1alpha1.ItemPending || it.State == advisorv1alpha1.ItemInProgress {
+			return j
+		}
+	}
+	return -1
+}
+
+func appliedInThisExecution(s *scope, it advisorv1alpha1.PlanItem) bool {
+	return it.Applied != nil && it.Applied.PlanHash == s.approvalStatus().ApprovedPlanHash && it.WaitingSince != nil
+}
+
+// prepare records, and persists, the baseline a Pending item's rollout is judged against
+// before the item is applied (prepared is then true: the step ends here, the apply is the
+// next one). After a crash between the apply and the next status write, the baseline is
+// still the one from before the apply. Nothing is recorded for a kind without a rollout,
+// for a target that already holds the item's values (applying changes nothing, so no
+// rollout starts: the pool is judged as it is), or when no pool selects the target yet
+// (the health check fails the item).
+func (r *VirtPlatformConfigReconciler) prepare(ctx context.Context, s *scope, i int) (ctrl.Result, bool, error) {
+	item := &s.vpc.Status.Items[i]
+	if !plan.NeedsBaseline(*item) || item.HealthBaseline != "" {
+		return ctrl.Result{}, false, nil
+	}
+	holds, err := r.Engine.Holds(ctx, s.profileName(), *item)
+	if err != nil || holds {
+		return ctrl.Result{}, false, err
+	}
+	baseline, err := r.Engine.HealthBaseline(ctx, *item)
+	if err != nil || baseline == "" {
+		return ctrl.Result{}, false, err
+	}
+	item.HealthBaseline = baseline
+	item.WaitingSince = nil
+	s.setItemState(i, advisorv1alpha1.ItemPending, "recorded the rollout baseline before the apply: "+baseline)
+	return ctrl.Result{RequeueAfter: immediately}, true, nil
+}
+
+// applyItem applies item i after checking that the profile still renders exactly the
+// approved desired state. stop is set when the step ends here (stale, failed, redrafted).
+func (r *VirtPlatformConfigReconciler) applyItem(ctx context.Context, s *scope, i int) (ctrl.Result, bool, error) {
+	item := &s.vpc.Status.Items[i]
+	var rendered *plan.Item
+	// A drift correction re-applies what an earlier approved execution applied (its desired
+	// state hashes to the applied record); the profile may render differently from the
+	// drifted target, which is what the correction undoes. Anything else must still be
+	// exactly what the profile renders.
+	if item.Action != advisorv1alpha1.ItemActionRelease && !isCorrection(*item) {
+		done := r.render(ctx, s)
+		if done.err != nil {
+			if isPrerequisite(done.err) {
+				res, err := r.redraftInputs(ctx, s, "the profile cannot be rendered any more: "+done.err.Error(), done)
+				return res, true, err
+			}
+			return ctrl.Result{}, true, fmt.Errorf("render profile %s before applying %s: %w", s.vpc.Spec.Profile, item.Name, done.err)
+		}
+		var err error
+		if rendered, err = plan.RenderedItem(done.items, item.Name); err != nil {
+			return ctrl.Result{}, true, err
+		}
+		if rendered == nil {
+			res, err := r.redraftInputs(ctx, s, fmt.Sprintf("the profile no longer renders item %s", item.Name), done)
+			return res, true, err
+		}
+	}
+	out, err := r.Engine.ApplyItem(ctx, *item, plan.ApplyOptions{
+		Profile:       s.profileName(),
+		CheckSnapshot: !s.vpc.Spec.BypassOptimisticLock,
+		Force:         s.vpc.Spec.BypassOptimisticLock,
+		Rendered:      rendered,
+	})
+	if err != nil {
+		if plan.IsPermanent(err) {
+			metrics.Applied(false)
+			return r.failItem(s, i, plan.FailureMessage(*item, err)), true, nil
+		}
+		return ctrl.Result{}, true, err
+	}
+	switch {
+	case out.Outdated:
+		res, err := r.redraftInputs(ctx, s, fmt.Sprintf("what the profile renders for item %s now differs from the approved plan", item.Name), nil)
+		return res, true, err
+	case out.Stale:
+		res, err := r.redraftStale(ctx, s, fmt.Sprintf("%s: %s", describeItem(*item), out.StaleReason))
+		return res, true, err
+	case out.Released:
+		s.noteItem(item.Name, corev1.EventTypeNormal, advisorv1alpha1.EventItemReleased, "released %s %s: its values are left as they are, this profile's fields are handed back and it is no longer watched",
+			item.TargetRef.Kind, item.TargetRef.Name)
+	case out.AlreadyApplied:
+		s.noteItem(item.Name, corev1.EventTypeNormal, advisorv1alpha1.EventItemAlreadyApplied,
+			"%s %s already holds the approved values of item %s (applied before a restart): not applied again", item.TargetRef.Kind, item.TargetRef.Name, item.Name)
+	case out.Applied:
+		metrics.Applied(true)
+		s.noteItem(item.Name, corev1.EventTypeNormal, advisorv1alpha1.EventItemApplied, "applied item %s to %s %s", item.Name, item.TargetRef.Kind, item.TargetRef.Name)
+	}
+	if out.Record != nil {
+		rec := *out.Record
+		rec.PlanHash = s.approvalStatus().ApprovedPlanHash
+		rec.DesiredHash = itemDesiredHash(*item)
+		t := s.now
+		rec.Time = &t
+		item.Applied = &rec
+	} else if item.Action == advisorv1alpha1.ItemActionRelease {
+		// A released target is no longer the plan's: nothing is recorded to judge drift by.
+		item.Applied = nil
+	}
+	if out.Applied && !out.SpecChanged {
+		// Only metadata changed: nothing rolls out, so there is no new rendered
+		// configuration to wait for.
+		item.HealthBaseline = ""
+	}
+	t := s.now
+	item.WaitingSince = &t
+	return ctrl.Result{}, false, nil
+}
+
+// checkItemHealth waits for an applied item to take effect; a healthy item is Completed
+// and the next one prepared in the same step.
+func (r *VirtPlatformConfigReconciler) checkItemHealth(ctx context.Context, s *scope, i int) (ctrl.Result, error) {
+	st := &s.vpc.Status
+	item := &st.Items[i]
+	var timeout time.Duration
+	if s.vpc.Spec.WaitTimeout != nil {
+		timeout = s.vpc.Spec.WaitTimeout.Duration
+	}
+	since := item.WaitingSince.Time
+	h, err := r.Engine.CheckHealth(ctx, *item, since, timeout, s.now.Time)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	switch h.State {
+	case plan.Healthy:
+		metrics.ItemSettled(s.now.Sub(since).Seconds())
+		s.setItemState(i, advisorv1alpha1.ItemCompleted, h.Message)
+		return r.afterItem(ctx, s)
+	case plan.Unhealthy:
+		metrics.ItemSettled(s.now.Sub(since).Seconds())
+		return r.failItem(s, i, h.Message), nil
+	}
+	item.Message = h.Message
+	wait := r.pollInterval()
+	if timeout > 0 {
+		if left := since.Add(timeout).Sub(s.now.Time); left < wait {
+			wait = max(left, time.Millisecond)
+		}
+	}
+	return ctrl.Result{RequeueAfter: wait}, nil
+}
+
+// afterItem goes on after an item finished: the next item is prepared in the same step,
+// or the execution finishes.
+func (r *VirtPlatformConfigReconciler) afterItem(ctx context.Context, s *scope) (ctrl.Result, error) {
+	j := nextItem(s.vpc.Status.Items)
+	if j < 0 {
+		return r.finishExecution(ctx, s)
+	}
+	if s.vpc.Status.Items[j].State == advisorv1alpha1.ItemPending {
+		if res, prepared, err := r.prepare(ctx, s, j); err != nil || prepared {
+			return res, err
+		}
+	}
+	return ctrl.Result{RequeueAfter: immediately}, nil
+}
+
+// pause stops execution before item i because the approval was withdrawn.
+func (r *VirtPlatformConfigReconciler) pause(s *scope, i int) ctrl.Result {
+	st := &s.vpc.Status
+	return r.awaitApproval(s, advisorv1alpha1.ReasonPaused, fmt.Sprintf(
+		"spec.action is %s: execution paused at item %s with %d of %d items completed; set spec.action to Apply to resume",
+		s.vpc.Spec.Action, st.Items[i].Name, countState(st.Items, advisorv1alpha1.ItemCompleted), len(st.Items)))
+}
+
+// failItem fails item i; under Abort the plan stops there and its retry needs a fresh
+// approval, under Continue it goes on.
+func (r *VirtPlatformConfigReconciler) failItem(s *scope, i int, message string) ctrl.Result {
+	it := s.vpc.Status.Items[i]
+	s.setItemState(i, advisorv1alpha1.ItemFailed, message)
+	s.noteItem(it.Name, corev1.EventTypeWarning, advisorv1alpha1.EventItemFailed, "item %s failed: %s", it.Name, message)
+	if s.vpc.Spec.FailurePolicy == advisorv1alpha1.FailurePolicyContinue {
+		return ctrl.Result{RequeueAfter: immediately}
+	}
+	// The retry is a plan of its own: an approval given for the failed run does not
+	// approve running it again.
+	s.rehash()
+	s.recordDrafter(byOperator, advisorv1alpha1.ReasonItemFailed)
+	cmd := s.requireApproval()
+	s.setPhase(advisorv1alpha1.PhaseFailed, advisorv1alpha1.ReasonItemFailed, fmt.Sprintf(
+		"item %s failed: %s. The items after it were not applied (failurePolicy Abort). "+
+			"Fix the cause, then approve the retry: %s", it.Name, message, cmd))
+	return ctrl.Result{}
+}
+
+// finishExecution ends an execution. What the plan was rendered from may have changed
+// while it ran (a pool rolling out changes the pool): the inputs are compared now, so the
+// completed config starts idle, or redrafts when the profile renders differently.
+func (r *VirtPlatformConfigReconciler) finishExecution(ctx context.Context, s *scope) (ctrl.Result, error) {
+	changed, _, err := r.inputsChanged(ctx, s)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	res := r.completeExecution(s)
+	if changed {
+		// Judged by the completed plan's watch, which looks at drift first.
+		res.RequeueAfter = immediately
+	}
+	return res, nil
+}
+
+func (r *VirtPlatformConfigReconciler) completeExecution(s *scope) ctrl.Result {
+	s.noApprovalNeeded()
+	var failed []string
+	for _, it := range s.vpc.Status.Items {
+		if it.State == advisorv1alpha1.ItemFailed {
+			failed = append(failed, it.Name)
+		}
+	}
+	if len(failed) > 0 {
+		s.setPhase(advisorv1alpha1.PhaseCompletedWithErrors, advisorv1alpha1.ReasonItemsFailed, fmt.Sprintf(
+			"%d of %d item(s) failed: %s; see their messages", len(failed), len(s.vpc.Status.Items), strings.Join(failed, ", ")))
+		return ctrl.Result{}
+	}
+	s.setPhase(advisorv1alpha1.PhaseCompleted, advisorv1alpha1.ReasonApplied, "every item is applied and took effect; watching the targets for drift")
+	return ctrl.Result{}
+}
+
+// retry leaves Failed. A failed item is retried once the retry is approved; a plan that
+// could not be drafted or was refused is drafted again when the spec is touched.
+func (r *VirtPlatformConfigReconciler) retry(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if s.approvalStatus().Required {
+		switch s.approval() {
+		case approved:
+			return r.startExecution(ctx, s, true)
+		case mismatched:
+			s.noteMismatch()
+		}
+		return ctrl.Result{}, nil
+	}
+	if !s.newGeneration {
+		return ctrl.Result{}, nil
+	}
+	return r.draft(ctx, s, draftCause{by: byUser, reason: advisorv1alpha1.ReasonRetry,
+		message: "the spec was touched: drafting a fresh plan", review: advisorv1alpha1.ReasonAwaitingApproval}, nil)
+}
+
+func countState(items []advisorv1alpha1.PlanItem, state advisorv1alpha1.ItemState) int {
+	n := 0
+	for _, it := range items {
+		if it.State == state {
+			n++
+		}
+	}
+	return n
+}
+
+func itemDesiredHash(it advisorv1alpha1.PlanItem) string {
+	return plan.DesiredHash([]advisorv1alpha1.PlanItem{{Name: it.Name, DesiredState: it.DesiredState}})
+}

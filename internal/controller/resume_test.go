@@ -1,0 +1,75 @@
+package controller_test
+
+import (
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
+	"github.com/kubevirt/virt-advisor-operator/internal/profiles/loadaware"
+)
+
+const statusPath = "virtplatformconfigs/" + configName + "/status"
+
+var _ = Describe("Resuming after a crash", func() {
+	BeforeEach(resetCluster)
+	AfterEach(faults.clear)
+
+	DescribeTable("rule 14: an item applied just before the operator died is recorded as applied by it on restart: no second write, no PlanStale",
+		func(bypass bool) {
+			createConfig(advisorv1alpha1.VirtPlatformConfigSpec{Action: advisorv1alpha1.ActionDryRun, BypassOptimisticLock: bypass})
+			waitPhase(advisorv1alpha1.PhaseReviewRequired)
+			mark := requests.mark()
+
+			By("the KubeDescheduler is applied, then every status write is lost until the process dies")
+			applied := faults.watchFor("PATCH", "kubedeschedulers/cluster")
+			lost := faults.failRequests("PATCH", statusPath, 1_000_000, applied)
+			patchSpec(`{"action":"Apply"}`)
+			Eventually(lost.fired).Should(BeClosed())
+			stopManager()
+			faults.clear()
+			Expect(requests.writesSince(mark, "kubedeschedulers")).To(HaveLen(1))
+			Expect(item(getConfig(), loadaware.ItemDescheduler).State).To(Equal(advisorv1alpha1.ItemPending),
+				"the status still shows the item as it was before its apply")
+
+			By("a fresh operator resumes")
+			startManager()
+			poke()
+			Eventually(itemState).WithArguments(loadaware.ItemPSI).Should(Equal(advisorv1alpha1.ItemInProgress))
+			Expect(item(getConfig(), loadaware.ItemDescheduler).State).To(Equal(advisorv1alpha1.ItemCompleted))
+			Expect(requests.writesSince(mark, "kubedeschedulers")).To(HaveLen(1), "the item was applied a second time")
+			Expect(eventReasons()).NotTo(ContainElement(advisorv1alpha1.ReasonPlanStale))
+			Expect(eventReasons()).To(ContainElement(advisorv1alpha1.EventItemAlreadyApplied))
+			rolloutPool()
+			waitPhase(advisorv1alpha1.PhaseCompleted)
+		},
+		Entry("with the optimistic lock", false),
+		Entry("with bypassOptimisticLock", true),
+	)
+
+	It("rule 14: a MachineConfig applied just before the operator died waits for the rollout it started, judged against the pool as it was before the apply", func() {
+		createConfig(advisorv1alpha1.VirtPlatformConfigSpec{Action: advisorv1alpha1.ActionDryRun})
+		waitPhase(advisorv1alpha1.PhaseReviewRequired)
+		mark := requests.mark()
+
+		applied := faults.watchFor("PATCH", "machineconfigs/"+loadaware.PSIMachineConfigName)
+		lost := faults.failRequests("PATCH", statusPath, 1_000_000, applied)
+		patchSpec(`{"action":"Apply"}`)
+		Eventually(lost.fired).Should(BeClosed())
+		stopManager()
+		faults.clear()
+		before := item(getConfig(), loadaware.ItemPSI)
+		Expect(before.HealthBaseline).NotTo(BeEmpty(), "the pool baseline was persisted before the apply")
+
+		startManager()
+		poke()
+		Eventually(itemState).WithArguments(loadaware.ItemPSI).Should(Equal(advisorv1alpha1.ItemInProgress))
+		Consistently(itemState).WithArguments(loadaware.ItemPSI).Should(Equal(advisorv1alpha1.ItemInProgress),
+			"a pool that was Updated before the apply proves nothing")
+		Expect(requests.writesSince(mark, "machineconfigs/"+loadaware.PSIMachineConfigName)).To(HaveLen(1))
+		Expect(item(getConfig(), loadaware.ItemPSI).HealthBaseline).To(Equal(before.HealthBaseline))
+		rolloutPool()
+		waitPhase(advisorv1alpha1.PhaseCompleted)
+		Expect(requests.writesSince(mark, "machineconfigs/"+loadaware.PSIMachineConfigName)).To(HaveLen(1))
+		Expect(eventReasons()).NotTo(ContainElement(advisorv1alpha1.ReasonPlanStale))
+	})
+})

@@ -1,0 +1,105 @@
+package controller_test
+
+import (
+	"context"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
+	"github.com/kubevirt/virt-advisor-operator/internal/plan"
+	"github.com/kubevirt/virt-advisor-operator/internal/profiles"
+	"github.com/kubevirt/virt-advisor-operator/internal/profiles/loadaware"
+	"github.com/kubevirt/virt-advisor-operator/internal/targets"
+)
+
+// densityProbe is a profile that exists only in these tests, registered with one registry
+// line in the suite: it writes the HyperConverged's memory overcommit, and the
+// KubeDescheduler's managementState beside load-aware-rebalancing (the same value, so the
+// two profiles co-own it). It borrows the name platform-baseline, which the API accepts.
+type densityProbe struct{}
+
+var _ profiles.Profile = densityProbe{}
+
+func (densityProbe) Name() advisorv1alpha1.ProfileName {
+	return advisorv1alpha1.ProfilePlatformBaseline
+}
+func (densityProbe) Description() string   { return "test profile writing the HyperConverged" }
+func (densityProbe) ImpactSummary() string { return "Medium" }
+func (densityProbe) Prerequisites(*advisorv1alpha1.ProfileOptions) []profiles.Prerequisite {
+	return []profiles.Prerequisite{{CRD: targets.HyperConverged.CRD, Operator: targets.HyperConverged.Operator}}
+}
+func (densityProbe) WatchedCRDs() []string { return []string{targets.HyperConverged.CRD} }
+func (densityProbe) Defaults(o *advisorv1alpha1.ProfileOptions) *advisorv1alpha1.ProfileOptions {
+	if o == nil {
+		return &advisorv1alpha1.ProfileOptions{}
+	}
+	return o.DeepCopy()
+}
+func (densityProbe) Validate(*advisorv1alpha1.ProfileOptions) error { return nil }
+func (densityProbe) Render(context.Context, client.Reader, *advisorv1alpha1.ProfileOptions) ([]plan.Item, error) {
+	hco := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"virtualization": map[string]any{
+		"higherWorkloadDensity": map[string]any{"memoryOvercommitPercentage": int64(150)},
+	}}}}
+	hco.SetGroupVersionKind(targets.HyperConverged.GVK)
+	hco.SetNamespace("openshift-cnv")
+	hco.SetName("kubevirt-hyperconverged")
+	descheduler := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"managementState": "Managed"}}}
+	descheduler.SetGroupVersionKind(targets.KubeDescheduler.GVK)
+	descheduler.SetNamespace(loadaware.DeschedulerNamespace)
+	descheduler.SetName(loadaware.DeschedulerName)
+	return []plan.Item{
+		{Name: "memory-overcommit", Desired: hco, Impact: advisorv1alpha1.ImpactMedium, Message: "overcommit memory to 150%"},
+		{Name: "descheduler-managed", Desired: descheduler, Impact: advisorv1alpha1.ImpactLow, Message: "keep the descheduler managed"},
+	}, nil
+}
+
+// managers lists the field managers that applied to obj.
+func managers(obj *unstructured.Unstructured) []string {
+	var out []string
+	for _, mf := range obj.GetManagedFields() {
+		if mf.Operation == metav1.ManagedFieldsOperationApply {
+			out = append(out, mf.Manager)
+		}
+	}
+	return out
+}
+
+var _ = Describe("Profiles sharing a target", func() {
+	BeforeEach(resetCluster)
+
+	It("a second profile, added as one package and one registry line, writes the HyperConverged and co-owns the KubeDescheduler with its own field manager", func() {
+		completedConfig(advisorv1alpha1.VirtPlatformConfigSpec{})
+
+		probe := &advisorv1alpha1.VirtPlatformConfig{
+			ObjectMeta: metav1.ObjectMeta{Name: string(advisorv1alpha1.ProfilePlatformBaseline)},
+			Spec:       advisorv1alpha1.VirtPlatformConfigSpec{Profile: advisorv1alpha1.ProfilePlatformBaseline, Action: advisorv1alpha1.ActionApply},
+		}
+		deleteAndWait(probe.DeepCopy()) // an advertised one, if any
+		Expect(k8s.Create(ctx, probe)).To(Succeed())
+		DeferCleanup(deleteAndWait, probe)
+		Eventually(func(g Gomega) {
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(probe), probe)).To(Succeed())
+			g.Expect(probe.Status.Phase).To(Equal(advisorv1alpha1.PhaseCompleted), describeConditions(probe))
+		}).Should(Succeed())
+		Expect(probe.Status.FieldManager).To(Equal("virt-advisor-operator/platform-baseline"))
+		Expect(item(probe, "descheduler-managed").Conflicts).To(BeEmpty(), "the same value is co-owned, not a conflict")
+
+		By("managedFields shows both profiles on the shared object, each with its own manager")
+		Expect(managers(descheduler())).To(ContainElements(
+			plan.FieldManagerFor(string(advisorv1alpha1.ProfileLoadAwareRebalancing)), plan.FieldManagerFor(string(advisorv1alpha1.ProfilePlatformBaseline))))
+		Expect(ownsField(descheduler(), plan.FieldManagerFor(string(advisorv1alpha1.ProfilePlatformBaseline)), "managementState")).To(BeTrue())
+		Expect(ownsField(descheduler(), plan.FieldManagerFor(configName), "managementState")).To(BeTrue())
+		hco := read(targets.HyperConverged.GVK, types.NamespacedName{Namespace: "openshift-cnv", Name: "kubevirt-hyperconverged"})
+		Expect(managers(hco)).To(ContainElement(plan.FieldManagerFor(string(advisorv1alpha1.ProfilePlatformBaseline))))
+		overcommit, _, _ := unstructured.NestedInt64(hco.Object, "spec", "virtualization", "higherWorkloadDensity", "memoryOvercommitPercentage")
+		Expect(overcommit).To(BeEquivalentTo(150))
+
+		By("neither profile sees the other's apply as drift")
+		Consistently(phase).Should(Equal(advisorv1alpha1.PhaseCompleted))
+	})
+})

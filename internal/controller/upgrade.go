@@ -1,0 +1,55 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
+	"github.com/kubevirt/virt-advisor-operator/internal/plan"
+)
+
+// checkUpgrade compares what this operator version renders for a completed config with
+// what an older version applied (rule 10). Only desired content counts: a new impact or
+// message text is no upgrade. A different plan is offered as CompletedWithUpgrade: the
+// applied items keep what they applied (drift is still watched), the changed ones wait
+// for an approval.
+func (r *VirtPlatformConfigReconciler) checkUpgrade(ctx context.Context, s *scope) (ctrl.Result, error) {
+	st := &s.vpc.Status
+	done := r.render(ctx, s)
+	if done.err != nil {
+		if isPrerequisite(done.err) {
+			// The cluster lost something the profile needs; the drift check shows what it
+			// means for the targets. The upgrade check runs again on the next event.
+			st.OperatorVersion = r.Version
+			return r.watchApplied(ctx, s)
+		}
+		return ctrl.Result{}, fmt.Errorf("render profile %s for the upgrade check: %w", s.vpc.Spec.Profile, done.err)
+	}
+	p, err := r.Engine.Draft(ctx, plan.Request{
+		Profile: s.profileName(), Items: done.items, Recorder: done.rec,
+		Revision: st.PlanRevision + 1, Previous: st.Items,
+	})
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if plan.DesiredHash(p.Items) == plan.DesiredHash(st.Items) {
+		st.OperatorVersion = r.Version
+		return r.watchApplied(ctx, s)
+	}
+	old := map[string]advisorv1alpha1.PlanItem{}
+	for _, it := range st.Items {
+		old[it.Name] = it
+	}
+	for i, it := range p.Items {
+		if prev, ok := old[it.Name]; ok && prev.State == advisorv1alpha1.ItemCompleted && itemDesiredHash(prev) == itemDesiredHash(it) {
+			p.Items[i] = prev
+		}
+	}
+	p.PlanHash = plan.PlanHash(st.PlanRevision+1, p.Items)
+	p.SnapshotHash = plan.CombinedSnapshotHash(p.Items)
+	r.install(s, p, st.PlanRevision+1)
+	s.recordDrafter(byOperator, advisorv1alpha1.ReasonUpgradeAvailable)
+	return r.settle(ctx, s, nil)
+}

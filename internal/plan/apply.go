@@ -1,0 +1,288 @@
+package plan
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
+)
+
+// ApplyOptions say how one item is executed.
+type ApplyOptions struct {
+	// Profile whose field manager applies the item.
+	Profile string
+	// CheckSnapshot refuses the item (Stale) when its target changed since the plan was
+	// drafted, and guards the apply with the resourceVersion it checked.
+	CheckSnapshot bool
+	// Force takes over fields other managers own even when the plan did not show them
+	// (bypassOptimisticLock: the administrator chose to win every conflict).
+	Force bool
+	// Rendered is the item as the profile renders it now. When set, the item is applied
+	// only if that render leads to exactly the approved desired state (the status is not
+	// trusted as what to apply); otherwise the outcome is Outdated and nothing is written.
+	Rendered *Item
+}
+
+// ApplyOutcome is what executing one item did.
+type ApplyOutcome struct {
+	// Stale is set when the target changed since the plan was drafted (or another manager
+	// took a field the plan did not show); nothing was written. StaleReason says what.
+	Stale       bool
+	StaleReason string
+	// Applied is set when a real write was sent.
+	Applied bool
+	// AlreadyApplied is set when the target already held the approved values, owned by
+	// the profile: the apply happened before (a crash between it and its status write), so
+	// it is not sent twice.
+	AlreadyApplied bool
+	// Released is set when a Release item handed its target back.
+	Released bool
+	// Outdated is set when what the profile renders now differs from the approved desired
+	// state; nothing was written.
+	Outdated bool
+	// SpecChanged is set when the apply changed the target's spec (something rolls out),
+	// not only its metadata.
+	SpecChanged bool
+	// Record is what the item left on the target.
+	Record *advisorv1alpha1.AppliedRecord
+}
+
+// ApplyItem executes one item. It re-reads the target; when the target already holds the
+// approved values and the profile owns them, it records the item as applied without a
+// second write (idempotent resume). Otherwise, with CheckSnapshot, it refuses (Stale) if
+// the managed values changed since the plan was drafted, then sends the real server-side
+// apply: without force, unless every conflicting field was shown in the approved plan. A
+// returned error that IsPermanent fails the item; any other is worth a retry.
+func (e *Engine) ApplyItem(ctx context.Context, item advisorv1alpha1.PlanItem, o ApplyOptions) (ApplyOutcome, error) {
+	manager := FieldManagerFor(o.Profile)
+	if item.Action == advisorv1alpha1.ItemActionRelease {
+		return e.release(ctx, o.Profile, manager, item)
+	}
+	desired, err := DesiredObject(item)
+	if err != nil {
+		return ApplyOutcome{}, err
+	}
+	paths, err := ParseFieldPaths(item.ManagedFields)
+	if err != nil {
+		return ApplyOutcome{}, fmt.Errorf("%w: item %s: %v", ErrInvalidPlan, item.Name, err)
+	}
+	norms := normalizersOf(item.IgnoredFields)
+	target := TargetOf(desired)
+	live, err := e.readLive(ctx, desired, client.ObjectKeyFromObject(desired))
+	if err != nil {
+		return ApplyOutcome{}, err
+	}
+	if o.Rendered != nil {
+		same, err := rendersTo(*o.Rendered, o.Profile, live, desired)
+		if err != nil {
+			return ApplyOutcome{}, err
+		}
+		if !same {
+			return ApplyOutcome{Outdated: true}, nil
+		}
+	}
+	if item.TargetHash != "" && valuesHash(target, paths, live, false, norms...) == item.TargetHash && ownsAll(live, manager, paths) {
+		return ApplyOutcome{AlreadyApplied: true, Record: record(item, item.TargetHash)}, nil
+	}
+	if o.CheckSnapshot && valuesHash(target, paths, live, true, norms...) != item.SnapshotHash {
+		return ApplyOutcome{Stale: true, StaleReason: "changed since the plan was reviewed"}, nil
+	}
+	opts := []client.ApplyOption{client.FieldOwner(manager)}
+	switch {
+	case o.Force:
+		opts = append(opts, client.ForceOwnership)
+	case len(item.Conflicts) > 0:
+		// The approved plan showed conflicts: take over exactly those. A field another
+		// manager took since is a new conflict nobody reviewed.
+		probe := desired.DeepCopy()
+		err := e.Writer.Apply(ctx, client.ApplyConfigurationFromUnstructured(probe), client.FieldOwner(manager), client.ForceOwnership, client.DryRunAll)
+		if err != nil {
+			return ApplyOutcome{}, fmt.Errorf("dry-run %s: %w", describe(desired), err)
+		}
+		if now := takenOver(live, probe, desired, manager, paths); !conflictsCovered(now, item.Conflicts) {
+			return ApplyOutcome{Stale: true, StaleReason: "another field manager took a field since the review: " + describeConflicts(now)}, nil
+		}
+		opts = append(opts, client.ForceOwnership)
+	}
+	applied := desired.DeepCopy()
+	if o.CheckSnapshot && live != nil {
+		// Apply only to the version just checked: a change between the check and the
+		// apply is a conflict, and the item is stale rather than overwritten.
+		applied.SetResourceVersion(live.GetResourceVersion())
+	}
+	if err := e.Writer.Apply(ctx, client.ApplyConfigurationFromUnstructured(applied), opts...); err != nil {
+		if now, isConflict := fieldConflicts(err, live, desired); isConflict {
+			return ApplyOutcome{Stale: true, StaleReason: "another field manager owns a field the plan sets: " + describeConflicts(now)}, nil
+		}
+		if o.CheckSnapshot && apierrors.IsConflict(err) {
+			return ApplyOutcome{Stale: true, StaleReason: "changed while being applied"}, nil
+		}
+		return ApplyOutcome{}, fmt.Errorf("apply %s: %w", describe(desired), err)
+	}
+	out := ApplyOutcome{Applied: true, Record: record(item, valuesHash(target, paths, applied, false, norms...))}
+	out.SpecChanged = live == nil || !jsonEqual(live.Object["spec"], applied.Object["spec"])
+	return out, nil
+}
+
+// rendersTo tells whether the item the profile renders now, marked and adjusted by the
+// target's user-control annotations as a draft does, is exactly desired.
+func rendersTo(rendered Item, profile string, live, desired *unstructured.Unstructured) (bool, error) {
+	if rendered.Desired == nil || rendered.SkipReason != "" {
+		return false, nil
+	}
+	now, err := withOwnershipMarks(rendered.Desired, profile)
+	if err != nil {
+		return false, err
+	}
+	controls, err := ReadControls(live)
+	if err != nil || controls.Unmanaged {
+		return false, nil
+	}
+	if now, _, err = controls.apply(now, live); err != nil {
+		return false, nil
+	}
+	return jsonEqual(now.Object, desired.Object), nil
+}
+
+func record(item advisorv1alpha1.PlanItem, hash string) *advisorv1alpha1.AppliedRecord {
+	return &advisorv1alpha1.AppliedRecord{Fields: append([]string(nil), item.ManagedFields...), Hash: hash}
+}
+
+// readLive reads the target uncached; nil means it does not exist.
+func (e *Engine) readLive(ctx context.Context, like *unstructured.Unstructured, key types.NamespacedName) (*unstructured.Unstructured, error) {
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(like.GroupVersionKind())
+	err := e.Reader.Get(ctx, key, live)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s %s: %w", like.GetKind(), key, err)
+	}
+	return live, nil
+}
+
+// DriftCheck is what a target looks like against what its item applied.
+type DriftCheck struct {
+	// InSync: the values the item applied are still there.
+	InSync bool
+	// ControlsChanged: the target's user-control annotations changed since the plan was
+	// drafted; the plan must be drafted again.
+	ControlsChanged bool
+	// Check is the correction (set when not in sync): the diff that re-applying shows.
+	Check
+}
+
+// CheckDrift compares an applied item's target with what the item applied: a read and a
+// hash when it is in sync; a dry-run of the correction only when it is not.
+func (e *Engine) CheckDrift(ctx context.Context, profile string, item advisorv1alpha1.PlanItem) (DriftCheck, error) {
+	desired, err := DesiredObject(item)
+	if err != nil {
+		return DriftCheck{}, err
+	}
+	live, err := e.readLive(ctx, desired, client.ObjectKeyFromObject(desired))
+	if err != nil {
+		return DriftCheck{}, err
+	}
+	var dc DriftCheck
+	if live != nil {
+		dc.ControlsChanged = controlsHash(live) != item.ControlsHash
+	} else {
+		dc.ControlsChanged = item.ControlsHash != ""
+	}
+	if item.Applied != nil {
+		paths, err := ParseFieldPaths(item.Applied.Fields)
+		if err != nil {
+			return DriftCheck{}, fmt.Errorf("%w: item %s: %v", ErrInvalidPlan, item.Name, err)
+		}
+		if valuesHash(TargetOf(desired), paths, live, false, normalizersOf(item.IgnoredFields)...) == item.Applied.Hash {
+			dc.InSync = true
+			return dc, nil
+		}
+	}
+	dc.Check, err = e.check(ctx, FieldManagerFor(profile), desired, live, item)
+	if err != nil {
+		return DriftCheck{}, err
+	}
+	dc.InSync = dc.Diff == NoChanges || strings.HasPrefix(dc.Diff, OwnershipOnly)
+	return dc, nil
+}
+
+// Recheck compares a drafted item's desired state with its target as it is now.
+func (e *Engine) Recheck(ctx context.Context, profile string, item advisorv1alpha1.PlanItem) (Check, error) {
+	desired, err := DesiredObject(item)
+	if err != nil {
+		return Check{}, err
+	}
+	live, err := e.readLive(ctx, desired, client.ObjectKeyFromObject(desired))
+	if err != nil {
+		return Check{}, err
+	}
+	return e.check(ctx, FieldManagerFor(profile), desired, live, item)
+}
+
+// Snapshot is the snapshot hash of a drafted item's target as it is now. An item whose
+// target already holds the approved values, owned by the profile, reports its drafted
+// snapshot: the profile's own earlier apply (before a crash) does not make a plan stale.
+func (e *Engine) Snapshot(ctx context.Context, profile string, item advisorv1alpha1.PlanItem) (string, error) {
+	if item.Action == advisorv1alpha1.ItemActionRelease {
+		return item.SnapshotHash, nil
+	}
+	desired, err := DesiredObject(item)
+	if err != nil {
+		return "", err
+	}
+	paths, err := ParseFieldPaths(item.ManagedFields)
+	if err != nil {
+		return "", fmt.Errorf("%w: item %s: %v", ErrInvalidPlan, item.Name, err)
+	}
+	live, err := e.readLive(ctx, desired, client.ObjectKeyFromObject(desired))
+	if err != nil {
+		return "", err
+	}
+	norms := normalizersOf(item.IgnoredFields)
+	target := TargetOf(desired)
+	if item.TargetHash != "" && valuesHash(target, paths, live, false, norms...) == item.TargetHash && ownsAll(live, FieldManagerFor(profile), paths) {
+		return item.SnapshotHash, nil
+	}
+	return valuesHash(target, paths, live, true, norms...), nil
+}
+
+// HasOwnEntry tells whether the profile has applied anything to obj.
+func HasOwnEntry(obj *unstructured.Unstructured, profile string) bool {
+	for _, e := range obj.GetManagedFields() {
+		if e.Manager == FieldManagerFor(profile) && e.Operation == metav1.ManagedFieldsOperationApply {
+			return true
+		}
+	}
+	return false
+}
+
+// Holds tells whether an item's target already holds the values applying the item leaves,
+// owned by the profile: applying it again would change nothing.
+func (e *Engine) Holds(ctx context.Context, profile string, item advisorv1alpha1.PlanItem) (bool, error) {
+	if item.Action == advisorv1alpha1.ItemActionRelease || item.TargetHash == "" {
+		return false, nil
+	}
+	desired, err := DesiredObject(item)
+	if err != nil {
+		return false, err
+	}
+	paths, err := ParseFieldPaths(item.ManagedFields)
+	if err != nil {
+		return false, fmt.Errorf("%w: item %s: %v", ErrInvalidPlan, item.Name, err)
+	}
+	live, err := e.readLive(ctx, desired, client.ObjectKeyFromObject(desired))
+	if err != nil {
+		return false, err
+	}
+	return valuesHash(TargetOf(desired), paths, live, false, normalizersOf(item.IgnoredFields)...) == item.TargetHash &&
+		ownsAll(live, FieldManagerFor(profile), paths), nil
+}

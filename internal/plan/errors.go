@@ -1,0 +1,71 @@
+package plan
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
+	"github.com/kubevirt/virt-advisor-operator/internal/targets"
+)
+
+// ErrInvalidPlan marks a plan a profile rendered wrongly (for example two items for one
+// target); drafting it again gives the same result.
+var ErrInvalidPlan = errors.New("invalid plan")
+
+// IsPermanent tells API errors that will not go away by retrying (the request itself is
+// refused) from passing ones (timeouts, throttling, unavailable servers).
+func IsPermanent(err error) bool {
+	switch {
+	case err == nil:
+		return false
+	case errors.Is(err, ErrInvalidPlan), meta.IsNoMatchError(err):
+		return true
+	case apierrors.IsInternalError(err) && strings.Contains(err.Error(), "field not declared in schema"):
+		// Server-side apply reports a desired state that does not fit the served schema
+		// as an internal error; it fails the same way every time.
+		return true
+	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err), apierrors.IsForbidden(err),
+		apierrors.IsNotFound(err), apierrors.IsMethodNotSupported(err), apierrors.IsNotAcceptable(err),
+		apierrors.IsUnsupportedMediaType(err), apierrors.IsRequestEntityTooLargeError(err):
+		return true
+	}
+	return false
+}
+
+// asRejection turns a permanent error into an item message that names the target.
+func asRejection(desired *unstructured.Unstructured, verb string, err error) (bool, string) {
+	if !IsPermanent(err) {
+		return false, ""
+	}
+	if meta.IsNoMatchError(err) {
+		return true, fmt.Sprintf("the cluster does not serve %s (%s): install %s",
+			desired.GetKind(), desired.GetAPIVersion(), targets.OperatorOf(desired.GroupVersionKind().GroupKind()))
+	}
+	reason := err.Error()
+	var status apierrors.APIStatus
+	if errors.As(err, &status) && status.Status().Message != "" {
+		reason = status.Status().Message
+	}
+	return true, fmt.Sprintf("the API server refused the %s of %s: %s", verb, describe(desired), reason)
+}
+
+// FailureMessage is the item message for a failed apply.
+func FailureMessage(item advisorv1alpha1.PlanItem, err error) string {
+	desired, derr := DesiredObject(item)
+	if derr != nil {
+		if item.Action == advisorv1alpha1.ItemActionRelease {
+			return fmt.Sprintf("releasing %s failed: %v", describeRef(item.TargetRef), err)
+		}
+		return derr.Error()
+	}
+	_, msg := asRejection(desired, "apply", err)
+	if msg == "" {
+		msg = err.Error()
+	}
+	return msg
+}

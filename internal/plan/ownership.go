@@ -1,0 +1,108 @@
+package plan
+
+import (
+	"encoding/json"
+
+	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// appliedFields returns the field set (FieldsV1, decoded) that manager owns on obj through
+// server-side apply, and whether it has such an entry.
+func appliedFields(obj *unstructured.Unstructured, manager string) (map[string]any, int, bool) {
+	for i, e := range obj.GetManagedFields() {
+		if e.Manager != manager || e.Operation != metav1.ManagedFieldsOperationApply || e.Subresource != "" || e.FieldsV1 == nil {
+			continue
+		}
+		var set map[string]any
+		if err := json.Unmarshal(e.FieldsV1.Raw, &set); err != nil {
+			return nil, i, false
+		}
+		return set, i, true
+	}
+	return nil, -1, false
+}
+
+// ownsAll tells whether manager owns, through server-side apply, every path (a path is
+// owned when the field set has it, or has members under it, as for a list of type set).
+func ownsAll(obj *unstructured.Unstructured, manager string, paths []FieldPath) bool {
+	if obj == nil {
+		return false
+	}
+	set, _, ok := appliedFields(obj, manager)
+	if !ok {
+		return false
+	}
+	for _, p := range paths {
+		if !ownsPath(set, p) {
+			return false
+		}
+	}
+	return true
+}
+
+// ownsPath tells whether a decoded field set has path (or members under it).
+func ownsPath(set map[string]any, p FieldPath) bool {
+	cur := set
+	for _, seg := range p {
+		next, ok := cur["f:"+seg].(map[string]any)
+		if !ok {
+			return false
+		}
+		cur = next
+	}
+	return true
+}
+
+// takenOver lists the managed paths that another field manager owns on live and no longer
+// owns on planned, the result of a forced server-side-apply dry-run: the fields applying
+// would take from that manager, because it set them to another value. Co-owned fields
+// (same value) stay with both managers and are no conflict. One forced dry-run answers
+// this; no request is refused with a 409.
+func takenOver(live, planned, desired *unstructured.Unstructured, manager string, paths []FieldPath) []advisorv1alpha1.FieldConflict {
+	if live == nil {
+		return nil
+	}
+	after := map[string][]map[string]any{}
+	for _, e := range planned.GetManagedFields() {
+		if e.Subresource != "" || e.FieldsV1 == nil {
+			continue
+		}
+		var set map[string]any
+		if json.Unmarshal(e.FieldsV1.Raw, &set) == nil {
+			after[e.Manager] = append(after[e.Manager], set)
+		}
+	}
+	var out []advisorv1alpha1.FieldConflict
+	for _, e := range live.GetManagedFields() {
+		if e.Manager == manager || e.Subresource != "" || e.FieldsV1 == nil {
+			continue
+		}
+		var set map[string]any
+		if json.Unmarshal(e.FieldsV1.Raw, &set) != nil {
+			continue
+		}
+		for _, p := range paths {
+			if !ownsPath(set, p) || stillOwns(after[e.Manager], p) {
+				continue
+			}
+			out = append(out, advisorv1alpha1.FieldConflict{
+				Path: p.String(), Manager: e.Manager,
+				LiveValue: jsonValue(live.Object, p), PlannedValue: jsonValue(desired.Object, p),
+			})
+		}
+	}
+	sortConflicts(out)
+	return out
+}
+
+func stillOwns(sets []map[string]any, p FieldPath) bool {
+	for _, set := range sets {
+		if ownsPath(set, p) {
+			return true
+		}
+	}
+	return false
+}

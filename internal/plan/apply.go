@@ -80,7 +80,7 @@ func (e *Engine) ApplyItem(ctx context.Context, item advisorv1alpha1.PlanItem, o
 		return ApplyOutcome{}, err
 	}
 	if o.Rendered != nil {
-		same, err := rendersTo(*o.Rendered, o.Profile, live, desired)
+		same, err := rendersTo(*o.Rendered, o.Profile, live, desired, item.IgnoredFields)
 		if err != nil {
 			return ApplyOutcome{}, err
 		}
@@ -90,6 +90,17 @@ func (e *Engine) ApplyItem(ctx context.Context, item advisorv1alpha1.PlanItem, o
 	}
 	if item.TargetHash != "" && valuesHash(target, paths, live, false, norms...) == item.TargetHash && ownsAll(live, manager, paths) {
 		return ApplyOutcome{AlreadyApplied: true, Record: record(item, item.TargetHash)}, nil
+	}
+	if len(item.IgnoredFields) > 0 {
+		// Fields handed to the user are sent with their value as it is now, never with the
+		// value they had when the plan was drafted: the apply keeps them as they are.
+		ptrs, err := ParsePointers(item.IgnoredFields)
+		if err != nil {
+			return ApplyOutcome{}, fmt.Errorf("%w: item %s: %v", ErrInvalidPlan, item.Name, err)
+		}
+		if desired, _, err = (Controls{Ignore: ptrs}).apply(desired, live); err != nil {
+			return ApplyOutcome{}, fmt.Errorf("%w: item %s: %v", ErrInvalidPlan, item.Name, err)
+		}
 	}
 	if o.CheckSnapshot && valuesHash(target, paths, live, true, norms...) != item.SnapshotHash {
 		return ApplyOutcome{Stale: true, StaleReason: "changed since the plan was reviewed"}, nil
@@ -133,7 +144,7 @@ func (e *Engine) ApplyItem(ctx context.Context, item advisorv1alpha1.PlanItem, o
 
 // rendersTo tells whether the item the profile renders now, marked and adjusted by the
 // target's user-control annotations as a draft does, is exactly desired.
-func rendersTo(rendered Item, profile string, live, desired *unstructured.Unstructured) (bool, error) {
+func rendersTo(rendered Item, profile string, live, desired *unstructured.Unstructured, ignored []string) (bool, error) {
 	if rendered.Desired == nil || rendered.SkipReason != "" {
 		return false, nil
 	}
@@ -148,7 +159,10 @@ func rendersTo(rendered Item, profile string, live, desired *unstructured.Unstru
 	if now, _, err = controls.apply(now, live); err != nil {
 		return false, nil
 	}
-	return jsonEqual(now.Object, desired.Object), nil
+	// Fields handed to the user carry their live value, which may have changed since the
+	// draft: they are no part of what was approved.
+	norms := normalizersOf(ignored)
+	return jsonEqual(normalized(now, norms...), normalized(desired, norms...)), nil
 }
 
 func record(item advisorv1alpha1.PlanItem, hash string) *advisorv1alpha1.AppliedRecord {

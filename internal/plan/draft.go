@@ -285,8 +285,10 @@ func (e *Engine) draftItem(ctx context.Context, rec *Recorder, profile, manager 
 	}
 	controls, err := ReadControls(live)
 	if err == nil && !controls.Unmanaged {
+		var adjusted *unstructured.Unstructured
 		var paths []FieldPath
-		if desired, paths, err = controls.apply(desired, live); err == nil {
+		if adjusted, paths, err = controls.apply(desired, live); err == nil {
+			desired = adjusted
 			err = setDesired(&pi, desired, paths)
 		}
 	}
@@ -487,7 +489,7 @@ func (e *Engine) RendersSame(ctx context.Context, rec *Recorder, profile string,
 		if err != nil {
 			return false, err
 		}
-		same, err := rendersTo(m, profile, live, desired)
+		same, err := rendersTo(m, profile, live, desired, it.IgnoredFields)
 		if err != nil || !same {
 			return false, err
 		}

@@ -1,6 +1,9 @@
 package plan
 
 import (
+	"sort"
+	"strconv"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -33,9 +36,31 @@ func (serverMaintained) Normalize(obj map[string]any) {
 type ignoredFields []Pointer
 
 func (f ignoredFields) Normalize(obj map[string]any) {
-	for _, p := range f {
+	// Removing an array element shifts the ones after it: remove the highest indices
+	// first, so every pointer still names the element it named in the object as it was.
+	ordered := append([]Pointer(nil), f...)
+	sort.SliceStable(ordered, func(i, j int) bool { return laterPointer(ordered[i], ordered[j]) })
+	for _, p := range ordered {
 		p.remove(obj)
 	}
+}
+
+// laterPointer orders pointers so that, token by token, array indices compare as numbers
+// and the larger comes first; a pointer comes before its own prefix.
+func laterPointer(a, b Pointer) bool {
+	for k := 0; k < len(a.tokens) && k < len(b.tokens); k++ {
+		x, y := a.tokens[k], b.tokens[k]
+		if x == y {
+			continue
+		}
+		xi, xerr := strconv.Atoi(x)
+		yi, yerr := strconv.Atoi(y)
+		if xerr == nil && yerr == nil {
+			return xi > yi
+		}
+		return x > y
+	}
+	return len(a.tokens) > len(b.tokens)
 }
 
 // normalized returns a normalised deep copy of obj; nil stays nil.

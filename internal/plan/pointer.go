@@ -34,6 +34,19 @@ func ParsePointer(s string) (Pointer, error) {
 	return Pointer{text: s, tokens: tokens}, nil
 }
 
+// ParsePointers parses pointers as status.items[].ignoredFields lists them.
+func ParsePointers(ss []string) ([]Pointer, error) {
+	out := make([]Pointer, 0, len(ss))
+	for _, s := range ss {
+		p, err := ParsePointer(s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
 // String is the pointer as written.
 func (p Pointer) String() string { return p.text }
 

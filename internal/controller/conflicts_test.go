@@ -24,20 +24,27 @@ func ownsField(obj *unstructured.Unstructured, manager, field string) bool {
 	return false
 }
 
+// applyAsArgoCD sets the descheduling interval to 1800 as a GitOps tool does: a
+// server-side apply with a field manager of its own.
+func applyAsArgoCD() {
+	GinkgoHelper()
+	cmd := command(filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl"), "apply", "--server-side",
+		"--field-manager=argocd", "--force-conflicts", "-f", "-")
+	cmd.Stdin = strings.NewReader(`
+apiVersion: operator.openshift.io/v1
+kind: KubeDescheduler
+metadata: {name: cluster, namespace: openshift-kube-descheduler-operator}
+spec: {deschedulingIntervalSeconds: 1800}`)
+	out, err := cmd.CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), string(out))
+}
+
 var _ = Describe("Conflicts with other field managers", func() {
 	BeforeEach(resetCluster)
 
 	It("shows a field another manager owns with another value in the plan, and takes it only by applying the approved plan", func() {
 		By("a GitOps tool owns the descheduling interval")
-		cmd := command(filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl"), "apply", "--server-side",
-			"--field-manager=argocd", "--force-conflicts", "-f", "-")
-		cmd.Stdin = strings.NewReader(`
-apiVersion: operator.openshift.io/v1
-kind: KubeDescheduler
-metadata: {name: cluster, namespace: openshift-kube-descheduler-operator}
-spec: {deschedulingIntervalSeconds: 1800}`)
-		out, err := cmd.CombinedOutput()
-		Expect(err).NotTo(HaveOccurred(), string(out))
+		applyAsArgoCD()
 
 		mark := requests.mark()
 		createConfig(advisorv1alpha1.VirtPlatformConfigSpec{Action: advisorv1alpha1.ActionDryRun})
@@ -73,15 +80,7 @@ spec: {deschedulingIntervalSeconds: 1800}`)
 		vpc := waitPhase(advisorv1alpha1.PhaseReviewRequired)
 		Expect(item(vpc, loadaware.ItemDescheduler).Conflicts).NotTo(ContainElement(HaveField("Manager", "argocd")))
 
-		cmd := command(filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl"), "apply", "--server-side",
-			"--field-manager=argocd", "--force-conflicts", "-f", "-")
-		cmd.Stdin = strings.NewReader(`
-apiVersion: operator.openshift.io/v1
-kind: KubeDescheduler
-metadata: {name: cluster, namespace: openshift-kube-descheduler-operator}
-spec: {deschedulingIntervalSeconds: 1800}`)
-		out, err := cmd.CombinedOutput()
-		Expect(err).NotTo(HaveOccurred(), string(out))
+		applyAsArgoCD()
 
 		runApprovalCommand()
 		Eventually(eventReasons).Should(ContainElement(advisorv1alpha1.ReasonPlanStale))

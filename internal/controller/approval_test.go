@@ -63,14 +63,7 @@ func noTargetWritesSince(mark int) {
 // a draft reads it), so the config stays in Drafting.
 func staleAndInterrupted() {
 	GinkgoHelper()
-	kubectlApply(`
-apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfig
-metadata:
-  name: 99-worker-psi-karg
-  labels: {machineconfiguration.openshift.io/role: worker}
-spec:
-  kernelArguments: [psi=1, psi_debug=1]`)
+	createPSIMachineConfigByHand()
 	profileReader.failNamed("MachineConfig", loadaware.PSIMachineConfigName, 1_000_000)
 	patchSpec(`{"action":"Apply"}`)
 	Eventually(phase).Should(Equal(advisorv1alpha1.PhaseDrafting))

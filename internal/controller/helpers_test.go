@@ -105,6 +105,20 @@ func deschedulerInterval() int64 {
 	return v
 }
 
+// createPSIMachineConfigByHand creates the PSI MachineConfig out of band, as an
+// administrator would, with a kernel argument the plan does not set.
+func createPSIMachineConfigByHand() {
+	GinkgoHelper()
+	kubectlApply(`
+apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfig
+metadata:
+  name: 99-worker-psi-karg
+  labels: {machineconfiguration.openshift.io/role: worker}
+spec:
+  kernelArguments: [psi=1, psi_debug=1]`)
+}
+
 // editDescheduler changes the KubeDescheduler like an administrator would, out of band.
 func editDescheduler(patch string) {
 	GinkgoHelper()

@@ -56,14 +56,7 @@ var _ = Describe("The optimistic lock", func() {
 		reviewed := waitPhase(advisorv1alpha1.PhaseReviewRequired)
 		Expect(item(reviewed, loadaware.ItemPSI).Diff).To(HavePrefix("--- /dev/null"))
 
-		kubectlApply(`
-apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfig
-metadata:
-  name: 99-worker-psi-karg
-  labels: {machineconfiguration.openshift.io/role: worker}
-spec:
-  kernelArguments: [psi=1, psi_debug=1]`)
+		createPSIMachineConfigByHand()
 		patchSpec(`{"action":"Apply"}`)
 		Eventually(func() string { return conditionReason(getConfig(), "ReviewRequired") }).Should(Equal("PlanStale"))
 		stale := waitPhase(advisorv1alpha1.PhaseReviewRequired)

@@ -48,16 +48,21 @@ verify: manifests generate build-installer ## Fail if generated files (CRD, RBAC
 		git --no-pager diff --stat -- api config dist; exit 1; fi
 
 .PHONY: test
-test: verify vet envtest test-unit test-e2e demo-check ## Run everything CI runs: verify, vet, unit + envtest suites, e2e, and the demo.
+test: verify vet lint test-alerts envtest test-unit test-install test-e2e demo-check ## Run everything CI runs: verify, vet, lint, alert rules, unit + envtest suites, e2e, and the demo.
 
 .PHONY: test-unit
 test-unit: envtest ## Run the unit and envtest suites (real kube-apiserver + etcd).
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test $$(go list ./... | grep -v /test/e2e) -count=1 -timeout 20m
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test $$(go list ./... | grep -v -e /test/e2e -e /test/install) -count=1 -timeout 20m
 
 .PHONY: test-e2e
-test-e2e: envtest build ## Run the end-to-end test: the manager binary against a local control plane, driven by kubectl.
+test-e2e: envtest build build-installer ## Run the end-to-end test: the manager binary against a local control plane, driven by kubectl.
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" MANAGER_BINARY="$(CURDIR)/bin/manager" \
 		go test ./test/e2e/ -count=1 -timeout 15m -v -ginkgo.v
+
+.PHONY: test-install
+test-install: envtest helm build-installer build ## Install the chart and dist/install.yaml on a local control plane with the real helm and kubectl; scrape the metrics with tokens.
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" HELM="$(HELM)" MANAGER_BINARY="$(CURDIR)/bin/manager" \
+		go test ./test/install/ -count=1 -timeout 10m -v -ginkgo.v
 
 .PHONY: demo-check
 demo-check: ## Run the demo walkthrough non-interactively (DEMO_EXIT=1).
@@ -66,6 +71,21 @@ demo-check: ## Run the demo walkthrough non-interactively (DEMO_EXIT=1).
 .PHONY: bench
 bench: envtest ## Run the benchmarks and print their figures.
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test ./... -run '^$$' -bench . -benchmem -count=1
+
+.PHONY: lint
+lint: golangci-lint ## Run golangci-lint with .golangci.yml.
+	"$(GOLANGCI_LINT)" run ./...
+
+# The rule file promtool reads: the spec of config/prometheus/prometheus_rule.yaml
+# (test/alerts/prometheus_rule*_test.yaml load it from here).
+ALERT_RULES := $(CURDIR)/bin/alerts/rules.yaml
+
+.PHONY: test-alerts
+test-alerts: promtool ## Check the alerting rules with promtool, run their unit tests, and check every alert has its runbook.
+	go run ./hack/rulespec config/prometheus/prometheus_rule.yaml "$(ALERT_RULES)"
+	"$(PROMTOOL)" check rules "$(ALERT_RULES)"
+	"$(PROMTOOL)" test rules test/alerts/prometheus_rule*_test.yaml
+	go test ./test/alerts/ -count=1
 
 ##@ Build
 
@@ -94,10 +114,11 @@ docker-push: ## Push the operator image.
 	$(CONTAINER_TOOL) push $(IMG)
 
 .PHONY: build-installer
-build-installer: manifests generate envtest ## Write dist/install.yaml (CRD, RBAC, Deployment running IMG).
+build-installer: manifests generate envtest ## Write dist/install.yaml (CRD, RBAC, Deployment running IMG) and the generated templates of dist/chart.
 	rm -rf bin/installer && mkdir -p bin/installer dist && cp -r config bin/installer/
 	sed -i 's|image: controller:latest|image: $(IMG)|' bin/installer/config/manager/manager.yaml
 	"$(KUBECTL)" kustomize bin/installer/config/default > dist/install.yaml
+	go run ./hack/chartgen -kubectl "$(KUBECTL)" -config config -chart dist/chart
 
 ##@ Deployment
 
@@ -132,6 +153,16 @@ $(CONTROLLER_GEN): | $(LOCALBIN)
 	GOBIN="$(LOCALBIN)/.controller-gen" go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
 	mv "$(LOCALBIN)/.controller-gen/controller-gen" "$(CONTROLLER_GEN)" && rm -rf "$(LOCALBIN)/.controller-gen"
 
+# Helm, built from its pinned Go module (the version is stamped in as `make` of helm does).
+HELM_VERSION ?= v4.3.1
+HELM ?= $(LOCALBIN)/helm-$(HELM_VERSION)
+
+.PHONY: helm
+helm: $(HELM) ## Build helm into bin/.
+$(HELM): | $(LOCALBIN)
+	GOBIN="$(LOCALBIN)/.helm" go install -ldflags "-X helm.sh/helm/v4/internal/version.version=$(HELM_VERSION)" helm.sh/helm/v4/cmd/helm@$(HELM_VERSION)
+	mv "$(LOCALBIN)/.helm/helm" "$(HELM)" && rm -rf "$(LOCALBIN)/.helm"
+
 # The envtest control plane (kube-apiserver, etcd, kubectl) built from pinned Go modules.
 ENVTEST_K8S_VERSION := $(shell cd hack/tools/kubernetes && grep -E '^require k8s.io/kubernetes ' go.mod | awk '{print $$3}')
 ENVTEST_ASSETS := $(LOCALBIN)/k8s/$(ENVTEST_K8S_VERSION)
@@ -140,3 +171,27 @@ KUBECTL := $(ENVTEST_ASSETS)/kubectl
 .PHONY: envtest
 envtest: | $(LOCALBIN) ## Build kube-apiserver, etcd and kubectl for envtest and print their directory (KUBEBUILDER_ASSETS).
 	@hack/build-envtest-binaries.sh
+
+# golangci-lint, built from its pinned Go module.
+GOLANGCI_LINT_VERSION ?= v2.15.0
+GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+
+.PHONY: golangci-lint
+golangci-lint: $(GOLANGCI_LINT) ## Build golangci-lint into bin/.
+$(GOLANGCI_LINT): | $(LOCALBIN)
+	GOBIN="$(LOCALBIN)/.golangci-lint" go install -ldflags "-X main.version=$(GOLANGCI_LINT_VERSION:v%=%)" github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+	mv "$(LOCALBIN)/.golangci-lint/golangci-lint" "$(GOLANGCI_LINT)" && rm -rf "$(LOCALBIN)/.golangci-lint"
+
+# promtool, built from the Prometheus release pinned in hack/tools/promtool: a wrapper module,
+# since `go install` refuses Prometheus for the replace directive in its go.mod. remove_all_sd
+# leaves out the cloud service discoveries: rule checks and tests do not use them, and they
+# are about half of the build time.
+PROMTOOL_VERSION := $(shell awk '$$1 == "require" && $$2 == "github.com/prometheus/prometheus" {print $$3}' hack/tools/promtool/go.mod)
+PROMTOOL ?= $(LOCALBIN)/promtool-$(PROMTOOL_VERSION)
+
+.PHONY: promtool
+promtool: $(PROMTOOL) ## Build promtool into bin/.
+$(PROMTOOL): | $(LOCALBIN)
+	go -C hack/tools/promtool build -mod=readonly -tags remove_all_sd -trimpath -ldflags "-s -w" \
+		-o "$(PROMTOOL).tmp" github.com/prometheus/prometheus/cmd/promtool
+	mv "$(PROMTOOL).tmp" "$(PROMTOOL)"

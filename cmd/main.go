@@ -19,6 +19,7 @@ import (
 	"github.com/kubevirt/virt-advisor-operator/internal/controller"
 	"github.com/kubevirt/virt-advisor-operator/internal/plan"
 	"github.com/kubevirt/virt-advisor-operator/internal/profiles"
+	"github.com/kubevirt/virt-advisor-operator/internal/profiles/higherdensity"
 	"github.com/kubevirt/virt-advisor-operator/internal/profiles/loadaware"
 	"github.com/kubevirt/virt-advisor-operator/internal/version"
 )
@@ -30,15 +31,22 @@ func main() {
 		advertise, showVersion                                     bool
 		healthPoll                                                 time.Duration
 	)
-	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "Address of the metrics endpoint (HTTPS with authentication and authorization unless --metrics-secure=false); 0 disables it.")
-	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz probes; 0 disables them.")
+	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "Address of the metrics endpoint "+
+		"(HTTPS with authentication and authorization unless --metrics-secure=false); 0 disables it.")
+	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081",
+		"Address of the /healthz and /readyz probes; 0 disables them.")
 	flag.BoolVar(&enableLeaderElection, "leader-elect", false, "Elect a leader, so that only one replica acts at a time.")
-	flag.StringVar(&leaderElectionNamespace, "leader-election-namespace", "", "Namespace of the leader election lease (default: the operator's namespace).")
-	flag.StringVar(&namespace, "namespace", os.Getenv("POD_NAMESPACE"), "The operator's own namespace (default: $POD_NAMESPACE, else the service account's).")
+	flag.StringVar(&leaderElectionNamespace, "leader-election-namespace", "",
+		"Namespace of the leader election lease (default: the operator's namespace).")
+	flag.StringVar(&namespace, "namespace", os.Getenv("POD_NAMESPACE"),
+		"The operator's own namespace (default: $POD_NAMESPACE, else the service account's).")
 	flag.BoolVar(&secureMetrics, "metrics-secure", true, "Serve metrics over HTTPS with authentication and authorization.")
-	flag.BoolVar(&enableHTTP2, "enable-http2", false, "Allow HTTP/2 on the metrics endpoint (off by default: HTTP/2 rapid reset).")
-	flag.BoolVar(&advertise, "advertise-profiles", true, "Create one VirtPlatformConfig with action Ignore per profile, so every profile shows in `kubectl get vpc`.")
-	flag.DurationVar(&healthPoll, "health-poll-interval", 10*time.Second, "How often an applied item that is still rolling out (a MachineConfigPool) is checked.")
+	flag.BoolVar(&enableHTTP2, "enable-http2", false,
+		"Allow HTTP/2 on the metrics endpoint (off by default: HTTP/2 rapid reset).")
+	flag.BoolVar(&advertise, "advertise-profiles", true,
+		"Create one VirtPlatformConfig with action Ignore per profile, so every profile shows in `kubectl get vpc`.")
+	flag.DurationVar(&healthPoll, "health-poll-interval", 10*time.Second,
+		"How often an applied item that is still rolling out (a MachineConfigPool) is checked.")
 	flag.BoolVar(&showVersion, "version", false, "Print the version and exit.")
 	opts := zap.Options{Development: false}
 	opts.BindFlags(flag.CommandLine)
@@ -70,7 +78,7 @@ func run(o runOptions) error {
 	log := ctrl.Log.WithName("setup")
 	log.Info("starting", "version", version.Version)
 
-	registry, err := profiles.NewRegistry(loadaware.New())
+	registry, err := profiles.NewRegistry(loadaware.New(), higherdensity.New())
 	if err != nil {
 		return err
 	}

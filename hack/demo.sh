@@ -103,6 +103,17 @@ echo "Reverting the edit brings the config back to Completed:"
 run kubectl patch kubedescheduler cluster -n openshift-kube-descheduler-operator --type=merge -p '{"spec":{"deschedulingIntervalSeconds":60}}'
 run kubectl wait vpc/load-aware-rebalancing --for=condition=Ready --timeout=60s || fail "the config did not return to Completed"
 run kubectl get vpc
+
+step "Leaving a field to someone else: the advisor.kubevirt.io/ignore-fields annotation"
+run kubectl annotate kubedescheduler cluster -n openshift-kube-descheduler-operator advisor.kubevirt.io/ignore-fields=/spec/deschedulingIntervalSeconds
+echo "An annotation is an input of the plan: it is drafted again, without the interval among its managed fields."
+run kubectl wait vpc/load-aware-rebalancing --for=jsonpath='{.status.items[0].ignoredFields[0]}'=/spec/deschedulingIntervalSeconds --timeout=60s ||
+	fail "the annotation was not honoured"
+run kubectl wait vpc/load-aware-rebalancing --for=condition=Ready --timeout=60s || fail "the config did not settle"
+run kubectl get vpc load-aware-rebalancing -o jsonpath='{.status.items[0].managedFields}{"\n"}'
+echo "Changing the interval now is no drift: the config stays Completed."
+run kubectl patch kubedescheduler cluster -n openshift-kube-descheduler-operator --type=merge -p '{"spec":{"deschedulingIntervalSeconds":1800}}'
+run kubectl get vpc
 run kubectl get events --field-selector involvedObject.name=load-aware-rebalancing --sort-by=.metadata.creationTimestamp
 
 if [[ ${DEMO_EXIT:-} == 1 ]]; then

@@ -24,6 +24,12 @@ const (
 	// ReasonAwaitingApproval: the plan is shown in status.items and waits for
 	// spec.action Apply.
 	ReasonAwaitingApproval = "AwaitingApproval"
+
+	// ReasonFieldConflicts: the plan takes over fields another profile of this operator
+	// set to other values. Such a plan is never executed on an Apply given before it was
+	// shown, even one the config was created with: it waits for an approval given after
+	// the review.
+	ReasonFieldConflicts = "FieldConflicts"
 	// ReasonApprovalMismatch: spec.approvedPlanHash is not status.planHash; the plan shown
 	// is not the one that was approved.
 	ReasonApprovalMismatch = "ApprovalMismatch"

@@ -65,6 +65,14 @@ func (s *scope) shown() {
 	}
 }
 
+// reviewBeforeApproval makes the plan about to be shown approvable only by a spec change
+// made after now (or a pin of its hash), whoever drafted it.
+func (s *scope) reviewBeforeApproval() {
+	if a := s.approvalStatus(); a.MinGeneration <= s.vpc.Generation {
+		a.MinGeneration = s.vpc.Generation + 1
+	}
+}
+
 // approval tells whether the spec approves the plan in status. The decision reads typed
 // status fields only: approval.minGeneration (persisted with every plan) and planHash.
 func (s *scope) approval() approvalState {

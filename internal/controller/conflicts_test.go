@@ -17,7 +17,7 @@ import (
 // ownsField tells whether manager owns spec.<field> of obj.
 func ownsField(obj *unstructured.Unstructured, manager, field string) bool {
 	for _, mf := range obj.GetManagedFields() {
-		if mf.Manager == manager && mf.FieldsV1 != nil && strings.Contains(string(mf.FieldsV1.Raw), `"f:`+field+`"`) {
+		if mf.Manager == manager && mf.FieldsV1 != nil && strings.Contains(mf.FieldsV1.GetRawString(), `"f:`+field+`"`) {
 			return true
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -199,7 +200,43 @@ func (r *VirtPlatformConfigReconciler) review(ctx context.Context, s *scope, cau
 	if cause.by == byOperator {
 		msg = cause.message + "; " + msg
 	}
-	return r.decide(ctx, s, cause.review, msg)
+	reason := cause.review
+	if others := otherProfilesInConflict(st.Items); len(others) > 0 {
+		// Fields another profile of this operator set to other values are taken only by a
+		// plan that showed them and was approved after that: an Apply given before (even at
+		// creation) does not count, or two profiles would silently take turns.
+		s.reviewBeforeApproval()
+		msg += fmt.Sprintf("; it takes over fields that %s set(s) to other values (status.items[].conflicts), "+
+			"so only an approval given after this review applies it", strings.Join(others, ", "))
+		if cause.by != byOperator {
+			reason = advisorv1alpha1.ReasonFieldConflicts
+		}
+	}
+	return r.decide(ctx, s, reason, msg)
+}
+
+// conflictOwners names, once each and sorted, the other field managers whose fields the
+// pending items of a plan take over (a profile by its name).
+func conflictOwners(items []advisorv1alpha1.PlanItem) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, it := range items {
+		if it.State != advisorv1alpha1.ItemPending {
+			continue
+		}
+		for _, c := range it.Conflicts {
+			owner := fmt.Sprintf("field manager %q", c.Manager)
+			if profile, ours := plan.ProfileOfManager(c.Manager); ours {
+				owner = "profile " + profile
+			}
+			if !seen[owner] {
+				seen[owner] = true
+				out = append(out, owner)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // missingPrerequisites reads each prerequisite CRD and says what to install for the

@@ -205,6 +205,15 @@ func (r *VirtPlatformConfigReconciler) settle(ctx context.Context, s *scope, dri
 		if st.Phase != advisorv1alpha1.PhaseDrifted {
 			metrics.DriftDetected()
 		}
+		if others := otherProfilesInConflict(st.Items); aggressive && len(others) > 0 {
+			// Forcing a field back from another profile would start a fight between the
+			// two: someone decides which profile keeps it.
+			msg := "drifted from the plan: " + strings.Join(drifted, "; ") + ". Not re-applied: " +
+				strings.Join(others, ", ") + " set(s) these fields to other values (status.items[].conflicts); " +
+				"decide which profile keeps them, and approve the correction if it is this one: " + s.requireApproval()
+			s.setPhase(advisorv1alpha1.PhaseDrifted, advisorv1alpha1.ReasonDriftDetected, msg)
+			return ctrl.Result{}, nil
+		}
 		if aggressive {
 			s.setPhase(advisorv1alpha1.PhaseDrifted, advisorv1alpha1.ReasonDriftDetected,
 				"drifted from the plan: "+strings.Join(drifted, "; ")+". Re-applying (bypassOptimisticLock)")
@@ -247,6 +256,18 @@ func (r *VirtPlatformConfigReconciler) settle(ctx context.Context, s *scope, dri
 		s.setPhase(advisorv1alpha1.PhaseCompleted, advisorv1alpha1.ReasonInSync, "the targets are back as planned")
 	}
 	return ctrl.Result{}, nil
+}
+
+// otherProfilesInConflict names the other profiles whose fields the pending items would
+// take back.
+func otherProfilesInConflict(items []advisorv1alpha1.PlanItem) []string {
+	var out []string
+	for _, owner := range conflictOwners(items) {
+		if strings.HasPrefix(owner, "profile ") {
+			out = append(out, owner)
+		}
+	}
+	return out
 }
 
 func pendingNames(items []advisorv1alpha1.PlanItem) []string {

@@ -24,12 +24,12 @@ func (r *VirtPlatformConfigReconciler) startExecution(ctx context.Context, s *sc
 		return r.refuseAltered(s), nil
 	}
 	for i, it := range st.Items {
-		switch {
-		case it.State == advisorv1alpha1.ItemFailed:
+		switch it.State {
+		case advisorv1alpha1.ItemFailed:
 			// A new attempt takes a new rollout baseline.
 			st.Items[i].HealthBaseline = ""
 			s.setItemState(i, advisorv1alpha1.ItemPending, "retrying: "+it.Message)
-		case it.State == advisorv1alpha1.ItemInProgress:
+		case advisorv1alpha1.ItemInProgress:
 			// Resuming after a pause: the wait for this item starts again.
 			t := s.now
 			st.Items[i].WaitingSince = &t

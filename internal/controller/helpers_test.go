@@ -241,7 +241,11 @@ func expectConditions(vpc *advisorv1alpha1.VirtPlatformConfig, trueTypes ...stri
 	for _, t := range all {
 		c := meta.FindStatusCondition(vpc.Status.Conditions, t)
 		Expect(c).NotTo(BeNil(), "condition %s is missing", t)
-		Expect(c.Status == metav1.ConditionTrue).To(Equal(want[t]), "condition %s is %s (%s: %s)", t, c.Status, c.Reason, c.Message)
+		wantStatus := metav1.ConditionFalse
+		if want[t] {
+			wantStatus = metav1.ConditionTrue
+		}
+		Expect(c.Status).To(Equal(wantStatus), "condition %s is %s (%s: %s)", t, c.Status, c.Reason, c.Message)
 		Expect(c.ObservedGeneration).To(Equal(vpc.Generation), "condition %s", t)
 		Expect(c.Reason).NotTo(BeEmpty(), "condition %s", t)
 	}
@@ -278,9 +282,15 @@ func eventNotes(reason string) []string {
 
 func configEvents() []eventsv1.Event {
 	GinkgoHelper()
+	return eventsOf(getConfig())
+}
+
+// eventsOf lists the Events regarding one config.
+func eventsOf(vpc *advisorv1alpha1.VirtPlatformConfig) []eventsv1.Event {
+	GinkgoHelper()
 	list := &eventsv1.EventList{}
 	Expect(k8s.List(ctx, list)).To(Succeed())
-	uid := getConfig().UID
+	uid := vpc.UID
 	var out []eventsv1.Event
 	for _, e := range list.Items {
 		if e.Regarding.UID == uid {

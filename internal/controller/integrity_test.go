@@ -110,7 +110,10 @@ var _ = Describe("What is applied is what was approved", func() {
 
 		By("a released target is no longer watched for drift")
 		kubectl("patch", "machineconfig", loadaware.PSIMachineConfigName, "--type=merge", "-p", `{"spec":{"kernelArguments":["psi=0"]}}`)
-		Consistently(phase).Should(Equal(advisorv1alpha1.PhaseCompleted))
+		Consistently(func(g Gomega) {
+			vpc := getConfig()
+			g.Expect(vpc.Status.Phase).To(Equal(advisorv1alpha1.PhaseCompleted), "conditions: %s; events: %v", describeConditions(vpc), eventReasons())
+		}).Should(Succeed())
 	})
 })
 

@@ -79,6 +79,8 @@ func (s *scope) setPhase(p advisorv1alpha1.Phase, reason, message string) {
 }
 
 // note records an Event that is not a phase transition.
+//
+//nolint:unparam // every such Event is a Warning so far; the type stays the caller's, as in noteItem.
 func (s *scope) note(eventType, reason, format string, args ...any) {
 	s.notes = append(s.notes, note{eventType: eventType, reason: reason, action: reason, message: fmt.Sprintf(format, args...)})
 }

@@ -2,9 +2,11 @@ package controller_test
 
 import (
 	"context"
+	"sync/atomic"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -22,6 +24,10 @@ import (
 // KubeDescheduler's managementState beside load-aware-rebalancing (the same value, so the
 // two profiles co-own it). It borrows the name platform-baseline, which the API accepts.
 type densityProbe struct{}
+
+// probeInterval, when not 0, is the descheduling interval densityProbe sets besides
+// load-aware-rebalancing, which sets 60: another value is a conflict between profiles.
+var probeInterval atomic.Int64
 
 var _ profiles.Profile = densityProbe{}
 
@@ -49,6 +55,9 @@ func (densityProbe) Render(context.Context, client.Reader, *advisorv1alpha1.Prof
 	hco.SetNamespace("openshift-cnv")
 	hco.SetName("kubevirt-hyperconverged")
 	descheduler := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"managementState": "Managed"}}}
+	if interval := probeInterval.Load(); interval != 0 {
+		descheduler.Object["spec"].(map[string]any)["deschedulingIntervalSeconds"] = interval
+	}
 	descheduler.SetGroupVersionKind(targets.KubeDescheduler.GVK)
 	descheduler.SetNamespace(loadaware.DeschedulerNamespace)
 	descheduler.SetName(loadaware.DeschedulerName)
@@ -69,8 +78,88 @@ func managers(obj *unstructured.Unstructured) []string {
 	return out
 }
 
+// createProbe creates the densityProbe's config (replacing an advertised one) with action
+// and deletes it when the spec ends.
+func createProbe(action advisorv1alpha1.Action) *advisorv1alpha1.VirtPlatformConfig {
+	GinkgoHelper()
+	probe := &advisorv1alpha1.VirtPlatformConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: string(advisorv1alpha1.ProfilePlatformBaseline)},
+		Spec:       advisorv1alpha1.VirtPlatformConfigSpec{Profile: advisorv1alpha1.ProfilePlatformBaseline, Action: action},
+	}
+	deleteAndWait(probe.DeepCopy()) // an advertised one, if any
+	Expect(k8s.Create(ctx, probe)).To(Succeed())
+	DeferCleanup(deleteAndWait, probe.DeepCopy())
+	return probe
+}
+
+// waitProbe waits for the probe's config to reach phase, for its current generation.
+func waitProbe(p advisorv1alpha1.Phase) *advisorv1alpha1.VirtPlatformConfig {
+	GinkgoHelper()
+	probe := &advisorv1alpha1.VirtPlatformConfig{}
+	Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, types.NamespacedName{Name: string(advisorv1alpha1.ProfilePlatformBaseline)}, probe)).To(Succeed())
+		g.Expect(probe.Status.ObservedGeneration).To(Equal(probe.Generation))
+		g.Expect(probe.Status.Phase).To(Equal(p), describeConditions(probe))
+	}).Should(Succeed())
+	return probe
+}
+
 var _ = Describe("Profiles sharing a target", func() {
 	BeforeEach(resetCluster)
+
+	It("a field two profiles set to different values is a conflict shown in the plan, naming the other profile, never applied before a review; each profile keeps its other fields", func() {
+		completedConfig(advisorv1alpha1.VirtPlatformConfigSpec{})
+		probeInterval.Store(120)
+		DeferCleanup(func() { probeInterval.Store(0) })
+		loadAware := plan.FieldManagerFor(string(advisorv1alpha1.ProfileLoadAwareRebalancing))
+		probeManager := plan.FieldManagerFor(string(advisorv1alpha1.ProfilePlatformBaseline))
+
+		By("created with action Apply, the second profile's plan still waits for a review")
+		mark := requests.mark()
+		createProbe(advisorv1alpha1.ActionApply)
+		probe := waitProbe(advisorv1alpha1.PhaseReviewRequired)
+		Expect(conditionReason(probe, advisorv1alpha1.ConditionReviewRequired)).To(Equal(advisorv1alpha1.ReasonFieldConflicts))
+		Expect(probe.Status.Conditions).To(ContainElement(HaveField("Message", ContainSubstring("profile load-aware-rebalancing"))))
+		shared := item(probe, "descheduler-managed")
+		Expect(shared.Conflicts).To(ConsistOf(And(
+			HaveField("Path", "spec.deschedulingIntervalSeconds"), HaveField("Manager", loadAware),
+			HaveField("LiveValue", "60"), HaveField("PlannedValue", "120"))))
+		Expect(shared.Message).To(ContainSubstring("spec.deschedulingIntervalSeconds is owned by profile load-aware-rebalancing with value 60; the plan sets 120"))
+		Eventually(func() []string {
+			var notes []string
+			for _, e := range eventsOf(probe) {
+				if e.Reason == advisorv1alpha1.EventFieldConflict && e.Type == corev1.EventTypeWarning {
+					notes = append(notes, e.Note)
+				}
+			}
+			return notes
+		}).Should(ContainElement(ContainSubstring("profile load-aware-rebalancing")))
+		Consistently(func() []string {
+			return append(requests.writesSince(mark, "kubedeschedulers"), requests.writesSince(mark, "hyperconvergeds")...)
+		}).Should(BeEmpty(), "nothing of a plan with a conflict is applied before its review")
+		Expect(deschedulerInterval()).To(BeEquivalentTo(60))
+
+		By("approved after the review, it takes the field; the first profile keeps its other fields")
+		kubectl("patch", "vpc", string(advisorv1alpha1.ProfilePlatformBaseline), "--type=merge", "-p",
+			`{"spec":{"action":"Apply","approvedPlanHash":"`+probe.Status.PlanHash+`"}}`)
+		waitProbe(advisorv1alpha1.PhaseCompleted)
+		live := descheduler()
+		Expect(deschedulerInterval()).To(BeEquivalentTo(120))
+		Expect(ownsField(live, probeManager, "deschedulingIntervalSeconds")).To(BeTrue())
+		Expect(ownsField(live, loadAware, "deschedulingIntervalSeconds")).To(BeFalse())
+		for _, field := range []string{"profiles", "mode", "managementState"} {
+			Expect(ownsField(live, loadAware, field)).To(BeTrue(), "load-aware-rebalancing still owns spec.%s: %s", field, describeManagers(live))
+		}
+		Expect(ownsField(live, probeManager, "managementState")).To(BeTrue(), "the same value is co-owned")
+
+		By("the first profile sees the change of its field and shows the conflict naming the other profile; nothing is forced back")
+		mark = requests.mark()
+		drifted := waitPhase(advisorv1alpha1.PhaseDrifted)
+		Expect(item(drifted, loadaware.ItemDescheduler).Conflicts).To(ContainElement(And(
+			HaveField("Path", "spec.deschedulingIntervalSeconds"), HaveField("Manager", probeManager),
+			HaveField("LiveValue", "120"), HaveField("PlannedValue", "60"))))
+		Consistently(func() []string { return requests.writesSince(mark, "kubedeschedulers") }).Should(BeEmpty())
+	})
 
 	It("a second profile, added as one package and one registry line, writes the HyperConverged and co-owns the KubeDescheduler with its own field manager", func() {
 		completedConfig(advisorv1alpha1.VirtPlatformConfigSpec{})

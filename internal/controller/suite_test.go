@@ -145,6 +145,8 @@ var _ = BeforeSuite(func() {
 	Expect(os.WriteFile(kubeconfig, env.KubeConfig, 0o600)).To(Succeed())
 
 	restConfig = cfg
+	// virt-higher-density stays unregistered here: it is the profile this test operator
+	// does not implement (its own specs are in internal/profiles/higherdensity and the e2e).
 	registry, err = profiles.NewRegistry(loadaware.New(), densityProbe{})
 	Expect(err).NotTo(HaveOccurred())
 	startManager()

@@ -17,6 +17,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
@@ -175,6 +176,20 @@ func (r *VirtPlatformConfigReconciler) awaitReview(ctx context.Context, s *scope
 	}
 	if s.approval() == approved {
 		return r.startExecution(ctx, s, true)
+	}
+	// An approved plan is checked against the annotations by its apply; one waiting for
+	// review is redrafted when they change, so the plan shown is the one they ask for.
+	for _, it := range s.vpc.Status.Items {
+		changed, err := r.Engine.ControlsChanged(ctx, it)
+		if meta.IsNoMatchError(err) {
+			continue // the kind went away: the redraft at approval reports it
+		}
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if changed {
+			return r.redraftInputs(ctx, s, fmt.Sprintf("the user-control annotations of item %s's target changed", it.Name), nil)
+		}
 	}
 	if s.approval() == mismatched {
 		return r.awaitMatchingPin(s, ""), nil

@@ -115,6 +115,12 @@ func (w *watches) track(vpc *advisorv1alpha1.VirtPlatformConfig) {
 			inputs = append(inputs, k)
 		case it.State != advisorv1alpha1.ItemSkipped:
 			keys = append(keys, k)
+			if it.Applied == nil && it.TargetRef.Kind != "" {
+				// Never applied, so it may carry no managed-by label yet: watched by name
+				// too, so a user-control annotation added during the review redrafts
+				// the plan shown.
+				inputs = append(inputs, k)
+			}
 		}
 	}
 	for _, in := range vpc.Status.Inputs {

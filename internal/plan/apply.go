@@ -88,7 +88,8 @@ func (e *Engine) ApplyItem(ctx context.Context, item advisorv1alpha1.PlanItem, o
 			return ApplyOutcome{Outdated: true}, nil
 		}
 	}
-	if item.TargetHash != "" && valuesHash(target, paths, live, false, norms...) == item.TargetHash && ownsAll(live, manager, paths) {
+	if item.TargetHash != "" && valuesHash(target, paths, live, false, norms...) == item.TargetHash &&
+		ownsExactly(live, manager, paths, item.IgnoredFields) {
 		return ApplyOutcome{AlreadyApplied: true, Record: record(item, item.TargetHash)}, nil
 	}
 	if len(item.IgnoredFields) > 0 {
@@ -192,6 +193,26 @@ type DriftCheck struct {
 	ControlsChanged bool
 	// Check is the correction (set when not in sync): the diff that re-applying shows.
 	Check
+}
+
+// ControlsChanged tells whether the user-control annotations of an item's target differ
+// from those the item was drafted with (one uncached read of the target).
+func (e *Engine) ControlsChanged(ctx context.Context, item advisorv1alpha1.PlanItem) (bool, error) {
+	if item.TargetRef.Kind == "" || item.DesiredState == nil {
+		return false, nil
+	}
+	desired, err := DesiredObject(item)
+	if err != nil {
+		return false, err
+	}
+	live, err := e.readLive(ctx, desired, client.ObjectKeyFromObject(desired))
+	if err != nil {
+		return false, err
+	}
+	if live == nil {
+		return item.ControlsHash != "", nil
+	}
+	return controlsHash(live) != item.ControlsHash, nil
 }
 
 // CheckDrift compares an applied item's target with what the item applied: a read and a
@@ -298,5 +319,5 @@ func (e *Engine) Holds(ctx context.Context, profile string, item advisorv1alpha1
 		return false, err
 	}
 	return valuesHash(TargetOf(desired), paths, live, false, normalizersOf(item.IgnoredFields)...) == item.TargetHash &&
-		ownsAll(live, FieldManagerFor(profile), paths), nil
+		ownsExactly(live, FieldManagerFor(profile), paths, item.IgnoredFields), nil
 }

@@ -240,14 +240,6 @@ func (c Controls) apply(desired, live *unstructured.Unstructured) (*unstructured
 	return out, paths, nil
 }
 
-// normalizers are the normalisers of a target with these controls.
-func (c Controls) normalizers() []Normalizer {
-	if len(c.Ignore) == 0 {
-		return nil
-	}
-	return []Normalizer{ignoredFields(c.Ignore)}
-}
-
 // IgnoredFieldStrings lists the ignored pointers for status.
 func (c Controls) IgnoredFieldStrings() []string {
 	out := make([]string, len(c.Ignore))

@@ -399,5 +399,11 @@ profiles: [AffinityAndTaints]
 		Entry("a patch on /kind",
 			map[string]string{plan.PatchAnnotation: `[{"op":"replace","path":"/kind","value":"ConfigMap"}]`},
 			"touches kind, which a patch may not change"),
+		Entry("a patch whose test operation fails",
+			map[string]string{plan.PatchAnnotation: `[{"op":"test","path":"/spec/mode","value":"Predictive"},{"op":"remove","path":"/spec/mode"}]`},
+			"cannot apply it to the desired object"),
+		Entry("a patch on /status",
+			map[string]string{plan.PatchAnnotation: `[{"op":"add","path":"/status","value":{}}]`},
+			"touches status, which a patch may not change"),
 	)
 })

@@ -4,7 +4,6 @@ package plan_test
 // plain Go tests (with Gomega matchers), so they run without KUBEBUILDER_ASSETS.
 
 import (
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,15 +17,14 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubevirt/virt-advisor-operator/internal/plan"
+	"github.com/kubevirt/virt-advisor-operator/internal/testenv"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/ with the diffs the tests produce")
 
 // expectGolden compares got with testdata/name, or rewrites the file when -update is set.
 func expectGolden(t *testing.T, name, got string) {
 	t.Helper()
 	path := filepath.Join("testdata", name)
-	if *update {
+	if testenv.Update() {
 		if err := os.MkdirAll("testdata", 0o755); err != nil {
 			t.Fatal(err)
 		}

@@ -314,6 +314,9 @@ func (e *Engine) draftItem(ctx context.Context, rec *Recorder, profile, manager 
 		return pi, nil, err
 	}
 	pi.Diff, pi.SnapshotHash, pi.TargetHash, pi.Conflicts = c.Diff, c.SnapshotHash, c.TargetHash, c.Conflicts
+	if len(c.Conflicts) > 0 {
+		pi.Message += "; approving it takes over fields another manager owns: " + describeConflicts(c.Conflicts)
+	}
 	if c.Diff == NoChanges {
 		pi.ImpactSeverity = advisorv1alpha1.ImpactLow
 	}

@@ -192,7 +192,7 @@ func ownedFields(obj *unstructured.Unstructured, manager string, op metav1.Manag
 	for _, e := range obj.GetManagedFields() {
 		if e.Manager == manager && e.Operation == op && e.FieldsV1 != nil {
 			var set map[string]any
-			Expect(json.Unmarshal(e.FieldsV1.Raw, &set)).To(Succeed())
+			Expect(json.Unmarshal(e.FieldsV1.GetRawBytes(), &set)).To(Succeed())
 			return set, true
 		}
 	}
@@ -214,7 +214,9 @@ var _ = Describe("Engine.Draft", func() {
 
 		Expect(pi.Name).To(Equal(item.Name))
 		Expect(pi.State).To(Equal(advisorv1alpha1.ItemPending))
-		Expect(pi.Message).To(Equal(item.Message))
+		Expect(pi.Message).To(HavePrefix(item.Message+"; approving it takes over fields another manager owns: "),
+			"the message names the conflicts with the manager that configured the target")
+		Expect(pi.Conflicts).NotTo(BeEmpty())
 		Expect(pi.ImpactSeverity).To(Equal(advisorv1alpha1.ImpactMedium))
 		Expect(pi.TargetRef).To(Equal(advisorv1alpha1.TargetReference{
 			APIVersion: "operator.openshift.io/v1", Kind: "KubeDescheduler",

@@ -74,7 +74,7 @@ func gvkOf(obj runtime.Object) (schema.GroupVersionKind, error) {
 	return apiutil.GVKForObject(obj, readScheme)
 }
 
-func (r *Recorder) entry(k readKey) (*readEntry, bool) {
+func (r *Recorder) entry(k readKey) *readEntry {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e, ok := r.entries[k]
@@ -83,7 +83,7 @@ func (r *Recorder) entry(k readKey) (*readEntry, bool) {
 		r.entries[k] = e
 		r.order = append(r.order, k)
 	}
-	return e, ok
+	return e
 }
 
 // Get implements client.Reader: the first Get of an object reads it; later ones return a
@@ -93,7 +93,7 @@ func (r *Recorder) Get(ctx context.Context, key client.ObjectKey, obj client.Obj
 	if err != nil {
 		return err
 	}
-	e, _ := r.entry(readKey{GVK: gvk, Namespace: key.Namespace, Name: key.Name})
+	e := r.entry(readKey{GVK: gvk, Namespace: key.Namespace, Name: key.Name})
 	e.once.Do(func() {
 		fresh := obj.DeepCopyObject().(client.Object)
 		err := r.reader.Get(ctx, key, fresh, opts...)
@@ -120,7 +120,7 @@ func (r *Recorder) List(ctx context.Context, list client.ObjectList, opts ...cli
 	}
 	lo := &client.ListOptions{}
 	lo.ApplyOptions(opts)
-	e, _ := r.entry(readKey{GVK: gvk, Namespace: lo.Namespace, List: true})
+	e := r.entry(readKey{GVK: gvk, Namespace: lo.Namespace, List: true})
 	e.once.Do(func() {
 		fresh := list.DeepCopyObject().(client.ObjectList)
 		if e.err = r.reader.List(ctx, fresh, opts...); e.err == nil {
@@ -213,7 +213,7 @@ func (r *Recorder) Inputs(targets []advisorv1alpha1.TargetReference) ([]advisorv
 			var obj map[string]any
 			if err := json.Unmarshal(e.raw, &obj); err == nil {
 				if k.List {
-					fp.Value = listFingerprint(k.GVK, obj)
+					fp.Value = listFingerprint(k.GVK, obj, isTarget)
 				} else {
 					fp.Value = inputFingerprint(k.GVK, obj)
 				}
@@ -224,7 +224,10 @@ func (r *Recorder) Inputs(targets []advisorv1alpha1.TargetReference) ([]advisorv
 	return refs, HashJSON(prints)
 }
 
-func listFingerprint(listGVK schema.GroupVersionKind, list map[string]any) any {
+// listFingerprint is what counts of a list read: each item's fingerprint, except that a
+// plan's own target counts by its existence only (its fields are watched as drift, and
+// the plan's own apply must not read as an input change).
+func listFingerprint(listGVK schema.GroupVersionKind, list map[string]any, isTarget map[readKey]bool) any {
 	items, _, _ := unstructured.NestedSlice(list, "items")
 	itemGVK := listGVK.GroupVersion().WithKind(trimListSuffix(listGVK.Kind))
 	type entry struct {
@@ -238,7 +241,11 @@ func listFingerprint(listGVK schema.GroupVersionKind, list map[string]any) any {
 			continue
 		}
 		u := unstructured.Unstructured{Object: m}
-		out = append(out, entry{Key: u.GetNamespace() + "/" + u.GetName(), Value: inputFingerprint(itemGVK, m)})
+		e := entry{Key: u.GetNamespace() + "/" + u.GetName()}
+		if !isTarget[readKey{GVK: itemGVK, Namespace: u.GetNamespace(), Name: u.GetName()}] {
+			e.Value = inputFingerprint(itemGVK, m)
+		}
+		out = append(out, e)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	return out

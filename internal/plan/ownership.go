@@ -2,6 +2,8 @@ package plan
 
 import (
 	"encoding/json"
+	"slices"
+	"strings"
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
 
@@ -17,7 +19,7 @@ func appliedFields(obj *unstructured.Unstructured, manager string) (map[string]a
 			continue
 		}
 		var set map[string]any
-		if err := json.Unmarshal(e.FieldsV1.Raw, &set); err != nil {
+		if err := json.Unmarshal(e.FieldsV1.GetRawBytes(), &set); err != nil {
 			return nil, i, false
 		}
 		return set, i, true
@@ -71,7 +73,7 @@ func takenOver(live, planned, desired *unstructured.Unstructured, manager string
 			continue
 		}
 		var set map[string]any
-		if json.Unmarshal(e.FieldsV1.Raw, &set) == nil {
+		if json.Unmarshal(e.FieldsV1.GetRawBytes(), &set) == nil {
 			after[e.Manager] = append(after[e.Manager], set)
 		}
 	}
@@ -81,7 +83,7 @@ func takenOver(live, planned, desired *unstructured.Unstructured, manager string
 			continue
 		}
 		var set map[string]any
-		if json.Unmarshal(e.FieldsV1.Raw, &set) != nil {
+		if json.Unmarshal(e.FieldsV1.GetRawBytes(), &set) != nil {
 			continue
 		}
 		for _, p := range paths {
@@ -105,4 +107,75 @@ func stillOwns(sets []map[string]any, p FieldPath) bool {
 		}
 	}
 	return false
+}
+
+// ownsOnly tells whether every field manager owns on obj through server-side apply lies
+// on or under one of paths. A field the profile set before and the plan no longer sets
+// (a KSM configuration turned off) is still owned until an apply drops it, so a target
+// that holds the planned values but owns more is not yet as planned.
+func ownsOnly(obj *unstructured.Unstructured, manager string, paths []FieldPath) bool {
+	set, _, ok := appliedFields(obj, manager)
+	return ok && ownedWithin(set, nil, paths)
+}
+
+func ownedWithin(node map[string]any, prefix FieldPath, paths []FieldPath) bool {
+	for key, child := range node {
+		if key == "." {
+			continue
+		}
+		seg, isField := strings.CutPrefix(key, "f:")
+		if !isField {
+			// A list element or set member under a prefix no path covers.
+			return false
+		}
+		p := append(append(FieldPath{}, prefix...), seg)
+		switch {
+		case coveredBy(p, paths):
+		case leadsTo(p, paths):
+			m, _ := child.(map[string]any)
+			if !ownedWithin(m, p, paths) {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// coveredBy tells whether one of paths is p or a prefix of it.
+func coveredBy(p FieldPath, paths []FieldPath) bool {
+	for _, q := range paths {
+		if len(q) <= len(p) && slices.Equal(q, p[:len(q)]) {
+			return true
+		}
+	}
+	return false
+}
+
+// leadsTo tells whether p is a proper prefix of one of paths.
+func leadsTo(p FieldPath, paths []FieldPath) bool {
+	for _, q := range paths {
+		if len(p) < len(q) && slices.Equal(p, q[:len(p)]) {
+			return true
+		}
+	}
+	return false
+}
+
+// ownsExactly tells whether manager owns every path and nothing else, apart from the
+// fields handed to the user (ignored), which an apply sends with their current value.
+func ownsExactly(live *unstructured.Unstructured, manager string, paths []FieldPath, ignored []string) bool {
+	if !ownsAll(live, manager, paths) {
+		return false
+	}
+	allowed := append([]FieldPath(nil), paths...)
+	if ptrs, err := ParsePointers(ignored); err == nil {
+		for _, p := range ptrs {
+			if prefix := p.fieldPrefix(live.Object); len(prefix) > 0 {
+				allowed = append(allowed, prefix)
+			}
+		}
+	}
+	return ownsOnly(live, manager, allowed)
 }

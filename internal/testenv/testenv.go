@@ -9,8 +9,10 @@ import (
 	"path/filepath"
 	"runtime"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kubevirt/virt-advisor-operator/internal/controller"
 )
@@ -62,4 +64,28 @@ func New(crdDirs ...string) (*envtest.Environment, error) {
 		ErrorIfCRDPathMissing: true,
 		Scheme:                Scheme(),
 	}, nil
+}
+
+// UpstreamCRDs is the directory of the real upstream CRDs the project's test CRDs follow:
+// $UPSTREAM_CRDS, else ../shared/upstream-crds beside the repository. Tests that install
+// an upstream CRD as it is read it from there; it is reference data, not part of the
+// repository.
+func UpstreamCRDs() string {
+	if dir := os.Getenv("UPSTREAM_CRDS"); dir != "" {
+		return dir
+	}
+	return filepath.Join(RepoRoot(), "..", "shared", "upstream-crds")
+}
+
+// ReadCRD reads one CustomResourceDefinition from a YAML file.
+func ReadCRD(path string) (*apiextensionsv1.CustomResourceDefinition, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read CRD %s (set UPSTREAM_CRDS to the directory of the upstream CRDs if it is elsewhere): %w", path, err)
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.Unmarshal(data, crd); err != nil {
+		return nil, fmt.Errorf("decode CRD %s: %w", path, err)
+	}
+	return crd, nil
 }

@@ -16,8 +16,16 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kubevirt/virt-advisor-operator/internal/testenv"
+	"github.com/kubevirt/virt-advisor-operator/test/satoken"
+)
+
+// The operator's namespace and ServiceAccount in dist/install.yaml.
+const (
+	operatorNamespace     = "virt-advisor-operator-system"
+	managerServiceAccount = "virt-advisor-operator-controller-manager"
 )
 
 var (
@@ -50,13 +58,20 @@ var _ = BeforeSuite(func() {
 	kubeconfig = filepath.Join(workDir, "kubeconfig")
 	Expect(os.WriteFile(kubeconfig, env.KubeConfig, 0o600)).To(Succeed())
 
-	kubectl("create", "namespace", "virt-advisor-operator-system")
+	// The manager runs on the credentials it has in a cluster: a token of its ServiceAccount,
+	// bound by exactly the RBAC of dist/install.yaml (which also creates the namespace). A
+	// permission the workflow needs and install.yaml lacks fails the specs.
+	kubectl("apply", "--server-side", "-f", installRBAC())
+	managerKubeconfig := filepath.Join(workDir, "manager-kubeconfig")
+	Expect(satoken.WriteKubeconfig(context.Background(), env.Config,
+		operatorNamespace, managerServiceAccount, managerKubeconfig)).To(Succeed())
+
 	managerLog, err = os.Create(filepath.Join(workDir, "manager.log"))
 	Expect(err).NotTo(HaveOccurred())
 	manager = exec.Command(managerBin,
-		"--leader-elect", "--namespace=virt-advisor-operator-system",
+		"--leader-elect", "--namespace="+operatorNamespace,
 		"--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:0", "--health-poll-interval=1s")
-	manager.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	manager.Env = append(os.Environ(), "KUBECONFIG="+managerKubeconfig)
 	manager.Stdout, manager.Stderr = managerLog, managerLog
 	Expect(manager.Start()).To(Succeed())
 })
@@ -64,8 +79,8 @@ var _ = BeforeSuite(func() {
 var _ = AfterSuite(func() {
 	if manager != nil && manager.Process != nil {
 		_ = manager.Process.Signal(os.Interrupt)
-		done := make(chan error, 1)
-		go func() { done <- manager.Wait() }()
+		done := make(chan struct{})
+		go func() { _ = manager.Wait(); close(done) }()
 		select {
 		case <-done:
 		case <-time.After(15 * time.Second):
@@ -74,6 +89,13 @@ var _ = AfterSuite(func() {
 	}
 	if env != nil {
 		Expect(env.Stop()).To(Succeed())
+	}
+	// The RBAC of dist/install.yaml allowed every request the manager made in the workflow.
+	if managerLog != nil {
+		data, err := os.ReadFile(managerLog.Name())
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(data)).NotTo(MatchRegexp(`is forbidden: User \\?"system:serviceaccount:`),
+			"the API server denied the manager a request: dist/install.yaml lacks a permission")
 	}
 })
 
@@ -84,6 +106,32 @@ var _ = ReportAfterEach(func(report SpecReport) {
 		AddReportEntry("manager log", string(data))
 	}
 })
+
+// installRBAC writes the Namespace, ServiceAccount and RBAC objects of dist/install.yaml
+// (`make test-e2e` renders it first) to a file and returns its path.
+func installRBAC() string {
+	GinkgoHelper()
+	data, err := os.ReadFile(testenv.Path("dist", "install.yaml"))
+	Expect(err).NotTo(HaveOccurred())
+	rbacKinds := map[string]bool{
+		"Namespace": true, "ServiceAccount": true,
+		"Role": true, "ClusterRole": true, "RoleBinding": true, "ClusterRoleBinding": true,
+	}
+	var docs []string
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		var meta struct {
+			Kind string `json:"kind"`
+		}
+		Expect(yaml.Unmarshal([]byte(doc), &meta)).To(Succeed())
+		if rbacKinds[meta.Kind] {
+			docs = append(docs, doc)
+		}
+	}
+	Expect(docs).NotTo(BeEmpty(), "dist/install.yaml holds no RBAC")
+	path := filepath.Join(workDir, "install-rbac.yaml")
+	Expect(os.WriteFile(path, []byte(strings.Join(docs, "\n---\n")), 0o600)).To(Succeed())
+	return path
+}
 
 // kubectl runs the control plane's real kubectl and returns its stdout.
 func kubectl(args ...string) string {

@@ -9,31 +9,22 @@ package loadaware_test
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
-	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
-	"github.com/pmezard/go-difflib/difflib"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
-	"github.com/kubevirt/virt-advisor-operator/internal/plan"
 	"github.com/kubevirt/virt-advisor-operator/internal/profiles"
 	"github.com/kubevirt/virt-advisor-operator/internal/profiles/loadaware"
 	"github.com/kubevirt/virt-advisor-operator/internal/targets"
 	"github.com/kubevirt/virt-advisor-operator/internal/testenv"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files")
-
-const goldenDir = "testdata/render"
 
 // hcoSource is how ReadInputs names the HyperConverged the migration limits come from.
 const hcoSource = "HyperConverged openshift-cnv/kubevirt-hyperconverged"
@@ -63,9 +54,9 @@ func options(set advisorv1alpha1.LoadAwareOptions) *advisorv1alpha1.LoadAwareOpt
 	return loadaware.New().Defaults(&advisorv1alpha1.ProfileOptions{LoadAware: &set}).LoadAware
 }
 
-// live is a live KubeDescheduler running profiles.
-func live(profiles ...string) *loadaware.LiveDescheduler {
-	return &loadaware.LiveDescheduler{Profiles: profiles}
+// live is a live KubeDescheduler running the given descheduler profiles.
+func live(running ...string) *loadaware.LiveDescheduler {
+	return &loadaware.LiveDescheduler{Profiles: running}
 }
 
 // hco is a HyperConverged with the given live-migration limits (nil: unset).
@@ -77,67 +68,6 @@ func hco(perCluster, perNode *int64) *loadaware.MigrationLimits {
 func withCustomizations(s targets.DeschedulerSchema, keys ...string) targets.DeschedulerSchema {
 	s.Customizations = keys
 	return s
-}
-
-// goldenItem is how a rendered item is written to a golden file.
-type goldenItem struct {
-	Name       string                         `json:"name"`
-	Component  string                         `json:"component,omitempty"`
-	Impact     advisorv1alpha1.ImpactSeverity `json:"impact"`
-	Message    string                         `json:"message"`
-	SkipReason string                         `json:"skipReason,omitempty"`
-	Desired    map[string]any                 `json:"desired"`
-}
-
-func goldenYAML(t *testing.T, items []plan.Item) []byte {
-	t.Helper()
-	out := make([]goldenItem, 0, len(items))
-	for _, it := range items {
-		g := goldenItem{Name: it.Name, Component: it.Component, Impact: it.Impact, Message: it.Message, SkipReason: it.SkipReason}
-		if it.Desired != nil {
-			g.Desired = it.Desired.Object
-		}
-		out = append(out, g)
-	}
-	data, err := yaml.Marshal(out)
-	if err != nil {
-		t.Fatalf("marshal the rendered items: %v", err)
-	}
-	return data
-}
-
-var nonSlug = regexp.MustCompile(`[^a-z0-9.]+`)
-
-// goldenPath is testdata/render/<the case name, lower case, other characters as dashes>.yaml.
-func goldenPath(name string) string {
-	return filepath.Join(goldenDir, strings.Trim(nonSlug.ReplaceAllString(strings.ToLower(name), "-"), "-")+".yaml")
-}
-
-// expectGolden compares got with the golden file, or rewrites it with -update.
-func expectGolden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("rewrote %s", path)
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden file (run `go test ./internal/profiles/loadaware/ -run TestRenderItems -update` to create it): %v", err)
-	}
-	if string(want) == string(got) {
-		return
-	}
-	diff, _ := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
-		A: difflib.SplitLines(string(want)), B: difflib.SplitLines(string(got)),
-		FromFile: path, ToFile: "rendered", Context: 3,
-	})
-	t.Errorf("the rendered items differ from %s (run with -update to accept them, then review the change):\n%s", path, diff)
 }
 
 // TestRenderItemsSchemas checks that the CRD fixtures the render cases use read as the
@@ -351,15 +281,9 @@ func TestRenderItems(t *testing.T) {
 		},
 	}
 
-	seen := map[string]string{} // golden path -> case name
-	golden := map[string]bool{} // the golden files the cases write
+	golden := testenv.NewGolden("testdata/render")
 	for _, tc := range cases {
-		path := goldenPath(tc.name)
-		if other, dup := seen[path]; dup {
-			t.Fatalf("cases %q and %q share the golden file %s", other, tc.name, path)
-		}
-		seen[path] = tc.name
-		golden[path] = tc.wantErr == ""
+		path := golden.Path(t, tc.name)
 
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
@@ -382,23 +306,9 @@ func TestRenderItems(t *testing.T) {
 				return
 			}
 			g.Expect(err).NotTo(HaveOccurred())
-			expectGolden(t, path, goldenYAML(t, items))
+			golden.Expect(t, path, testenv.RenderedYAML(t, items))
 		})
 	}
 
-	// A golden file no case writes is a leftover of a renamed or removed case.
-	files, _ := filepath.Glob(filepath.Join(goldenDir, "*.yaml"))
-	for _, f := range files {
-		if golden[f] {
-			continue
-		}
-		if *update {
-			if err := os.Remove(f); err != nil {
-				t.Error(err)
-			}
-			t.Logf("removed %s, which no case writes", f)
-			continue
-		}
-		t.Errorf("%s belongs to no case: delete it, or run with -update", f)
-	}
+	golden.CheckLeftovers(t)
 }

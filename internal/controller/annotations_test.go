@@ -1,0 +1,148 @@
+package controller_test
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
+	"github.com/kubevirt/virt-advisor-operator/internal/plan"
+	"github.com/kubevirt/virt-advisor-operator/internal/profiles/loadaware"
+)
+
+// annotateDescheduler sets (value != "") or removes (value "") an annotation of the
+// KubeDescheduler with the real kubectl, as an administrator does.
+func annotateDescheduler(key, value string) {
+	GinkgoHelper()
+	arg := key + "=" + value
+	if value == "" {
+		arg = key + "-"
+	}
+	kubectl("annotate", "kubedescheduler", loadaware.DeschedulerName, "-n", loadaware.DeschedulerNamespace, "--overwrite", arg)
+}
+
+// eventsOfType lists the notes of the config's Events with reason and type.
+func eventsOfType(reason, eventType string) []string {
+	GinkgoHelper()
+	var out []string
+	for _, e := range configEvents() {
+		if e.Reason == reason && e.Type == eventType {
+			out = append(out, e.Note)
+		}
+	}
+	return out
+}
+
+// psiAppliedNormally asserts that the PSI item of the plan is unaffected by the annotation
+// on the KubeDescheduler: planned, applied and rolled out as without it.
+func psiAppliedNormally(vpc *advisorv1alpha1.VirtPlatformConfig) {
+	GinkgoHelper()
+	psi := item(vpc, loadaware.ItemPSI)
+	Expect(psi.State).To(Equal(advisorv1alpha1.ItemCompleted), psi.Message)
+	Expect(psi.Applied).NotTo(BeNil(), "the PSI item was applied")
+	Expect(managedByOperator(read(mcGVK, psiKey))).To(BeTrue())
+}
+
+var _ = Describe("User-control annotations on targets, end to end", func() {
+	BeforeEach(resetCluster)
+
+	It("mode unmanaged: the KubeDescheduler's item is Skipped and says why, nothing is written to it, and the PSI item is applied as usual", func() {
+		annotateDescheduler(plan.ModeAnnotation, plan.ModeUnmanaged)
+		before := descheduler().GetResourceVersion()
+		vpc := completedConfig(advisorv1alpha1.VirtPlatformConfigSpec{})
+		skipped := item(vpc, loadaware.ItemDescheduler)
+		Expect(skipped.State).To(Equal(advisorv1alpha1.ItemSkipped))
+		Expect(skipped.Message).To(ContainSubstring("is annotated advisor.kubevirt.io/mode: unmanaged"))
+		Expect(descheduler().GetResourceVersion()).To(Equal(before))
+		psiAppliedNormally(vpc)
+	})
+
+	It("patch: the annotation's patch shows in the reviewed diff and is applied with the approved plan", func() {
+		annotateDescheduler(plan.PatchAnnotation, `[{"op":"replace","path":"/spec/deschedulingIntervalSeconds","value":120}]`)
+		createConfig(advisorv1alpha1.VirtPlatformConfigSpec{Action: advisorv1alpha1.ActionDryRun})
+		vpc := waitPhase(advisorv1alpha1.PhaseReviewRequired)
+		Expect(item(vpc, loadaware.ItemDescheduler).Diff).To(MatchRegexp(`(?m)^\+\s+deschedulingIntervalSeconds: 120$`))
+		Expect(item(vpc, loadaware.ItemPSI).Diff).To(HavePrefix("--- /dev/null"))
+		runApprovalCommand()
+		Eventually(itemState).WithArguments(loadaware.ItemPSI).Should(Equal(advisorv1alpha1.ItemInProgress))
+		rolloutPool()
+		vpc = waitPhase(advisorv1alpha1.PhaseCompleted)
+		Expect(deschedulerInterval()).To(BeEquivalentTo(120))
+		psiAppliedNormally(vpc)
+	})
+
+	It("ignore-fields added after Completed is an input change: the plan is drafted again, and the field is left to the user from then on", func() {
+		completedConfig(advisorv1alpha1.VirtPlatformConfigSpec{})
+		revision := getConfig().Status.PlanRevision
+		annotateDescheduler(plan.IgnoreFieldsAnnotation, "/spec/deschedulingIntervalSeconds")
+		Eventually(func() []string { return item(getConfig(), loadaware.ItemDescheduler).IgnoredFields }).
+			Should(ConsistOf("/spec/deschedulingIntervalSeconds"))
+		vpc := waitPhase(advisorv1alpha1.PhaseCompleted)
+		Expect(vpc.Status.PlanRevision).To(BeNumerically(">", revision), "the plan was drafted again")
+		Expect(item(vpc, loadaware.ItemDescheduler).ManagedFields).NotTo(ContainElement("spec.deschedulingIntervalSeconds"))
+
+		By("a change of the ignored field is no drift and is not written back")
+		mark := requests.mark()
+		editDescheduler(`{"spec":{"deschedulingIntervalSeconds":1800}}`)
+		Consistently(phase).Should(Equal(advisorv1alpha1.PhaseCompleted))
+		noTargetWritesSince(mark)
+		Expect(deschedulerInterval()).To(BeEquivalentTo(1800))
+		psiAppliedNormally(getConfig())
+
+		By("removing the annotation is an input change too: the plan that takes the field back waits for a review")
+		annotateDescheduler(plan.IgnoreFieldsAnnotation, "")
+		vpc = waitPhase(advisorv1alpha1.PhaseReviewRequired)
+		Expect(conditionReason(vpc, advisorv1alpha1.ConditionReviewRequired)).To(Equal(advisorv1alpha1.ReasonInputDependencyDrift))
+		Expect(item(vpc, loadaware.ItemDescheduler).Diff).To(MatchRegexp(`(?m)^\+\s+deschedulingIntervalSeconds: 60$`))
+		noTargetWritesSince(mark)
+		runApprovalCommand()
+		waitPhase(advisorv1alpha1.PhaseCompleted)
+		Expect(deschedulerInterval()).To(BeEquivalentTo(60))
+	})
+
+	It("an annotation added while the plan waits for review redrafts the plan shown, which an approval of the old plan does not execute", func() {
+		createConfig(advisorv1alpha1.VirtPlatformConfigSpec{Action: advisorv1alpha1.ActionDryRun})
+		shown := waitPhase(advisorv1alpha1.PhaseReviewRequired)
+		mark := requests.mark()
+		annotateDescheduler(plan.ModeAnnotation, plan.ModeUnmanaged)
+		Eventually(func() advisorv1alpha1.ItemState { return item(getConfig(), loadaware.ItemDescheduler).State }).
+			Should(Equal(advisorv1alpha1.ItemSkipped))
+		vpc := waitPhase(advisorv1alpha1.PhaseReviewRequired)
+		Expect(vpc.Status.PlanHash).NotTo(Equal(shown.Status.PlanHash))
+		Expect(item(vpc, loadaware.ItemPSI).State).To(Equal(advisorv1alpha1.ItemPending), "the other item is planned as before")
+
+		By("an approval pinned to the plan shown before is refused")
+		patchSpec(`{"action":"Apply","approvedPlanHash":"` + shown.Status.PlanHash + `"}`)
+		Eventually(func() string { return conditionReason(getConfig(), advisorv1alpha1.ConditionReviewRequired) }).
+			Should(Equal(advisorv1alpha1.ReasonApprovalMismatch))
+		noTargetWritesSince(mark)
+	})
+
+	DescribeTable("a malformed annotation added after Completed: the item says what is wrong, a Warning Event says it too, nothing is written, the PSI item stays as it is",
+		func(key, value, fragment string) {
+			completedConfig(advisorv1alpha1.VirtPlatformConfigSpec{})
+			mark := requests.mark()
+			annotateDescheduler(key, value)
+			Eventually(func() advisorv1alpha1.ItemState { return item(getConfig(), loadaware.ItemDescheduler).State }).
+				Should(Equal(advisorv1alpha1.ItemSkipped))
+			vpc := getConfig()
+			bad := item(vpc, loadaware.ItemDescheduler)
+			Expect(bad.Message).To(ContainSubstring(fragment))
+			Expect(bad.Message).To(ContainSubstring("Fix or remove the annotation; the other items are not affected"))
+			Eventually(func() []string { return eventsOfType(advisorv1alpha1.EventBadAnnotation, corev1.EventTypeWarning) }).
+				Should(ContainElement(ContainSubstring(fragment)))
+			Expect(vpc.Status.Phase).NotTo(Equal(advisorv1alpha1.PhaseFailed))
+			psiAppliedNormally(vpc)
+			noTargetWritesSince(mark)
+		},
+		Entry("ignore-fields that is not a JSON pointer", plan.IgnoreFieldsAnnotation, "spec.mode",
+			`JSON pointer "spec.mode" must start with /`),
+		Entry("an unknown mode", plan.ModeAnnotation, "paused", `unknown mode "paused"`),
+		Entry("a patch that is not JSON", plan.PatchAnnotation, "mode: Predictive", "not an RFC 6902 JSON patch"),
+		Entry("a patch on /status", plan.PatchAnnotation, `[{"op":"add","path":"/status/x","value":1}]`, "touches status"),
+		Entry("a patch whose test operation fails", plan.PatchAnnotation,
+			`[{"op":"test","path":"/spec/mode","value":"Predictive"},{"op":"replace","path":"/spec/mode","value":"Automatic"}]`,
+			"cannot apply it to the desired object"),
+	)
+})

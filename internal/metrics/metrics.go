@@ -3,11 +3,18 @@
 package metrics
 
 import (
+	"slices"
+	"sync"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
 )
+
+// configReasonHelp is the help text of virt_advisor_config_reason.
+const configReasonHelp = "Always 1: one series per VirtPlatformConfig, labelled with its status.phase and the reason " +
+	"of the condition that describes that phase (e.g. phase Drifted, reason Thrashing)."
 
 var (
 	configPhase = prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -19,6 +26,11 @@ var (
 		Name: "virt_advisor_config_condition",
 		Help: "1 for the status each condition of a VirtPlatformConfig has, 0 for the others.",
 	}, []string{"name", "profile", "type", "status"})
+
+	configReason = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "virt_advisor_config_reason",
+		Help: configReasonHelp,
+	}, []string{"name", "profile", "phase", "reason"})
 
 	planItems = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "virt_advisor_plan_items",
@@ -48,7 +60,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(configPhase, configCondition, planItems, driftDetected, applyTotal, applyDuration, throttled)
+	metrics.Registry.MustRegister(configPhase, configCondition, configReason, planItems, driftDetected, applyTotal, applyDuration, throttled)
 }
 
 var (
@@ -76,6 +88,7 @@ func Observe(vpc *advisorv1alpha1.VirtPlatformConfig) {
 			configCondition.WithLabelValues(name, profile, c.Type, s).Set(oneIf(string(c.Status) == s))
 		}
 	}
+	observeReason(vpc)
 	counts := map[advisorv1alpha1.ItemState]int{}
 	for _, it := range vpc.Status.Items {
 		counts[it.State]++
@@ -87,9 +100,66 @@ func Observe(vpc *advisorv1alpha1.VirtPlatformConfig) {
 
 // Forget removes the series of a deleted config.
 func Forget(name string) {
-	for _, v := range []*prometheus.GaugeVec{configPhase, configCondition, planItems} {
+	reasonMu.Lock()
+	defer reasonMu.Unlock()
+	delete(reasonLabels, name)
+	for _, v := range []*prometheus.GaugeVec{configPhase, configCondition, configReason, planItems} {
 		v.DeletePartialMatch(prometheus.Labels{"name": name})
 	}
+}
+
+var (
+	// reasonMu guards reasonLabels and the replacement of a config's configReason series.
+	reasonMu sync.Mutex
+	// reasonLabels are the label values (name, profile, phase, reason) of each config's
+	// configReason series.
+	reasonLabels = map[string][]string{}
+)
+
+// observeReason keeps exactly one configReason series per config. A new label set is set
+// before the old one is deleted, and an unchanged one is left alone: a scrape never misses
+// the series of a config whose phase and reason did not change (a missing series would
+// reset the `for` of the alerts on it). A config without a phase has no series.
+func observeReason(vpc *advisorv1alpha1.VirtPlatformConfig) {
+	reasonMu.Lock()
+	defer reasonMu.Unlock()
+	name := vpc.Name
+	prev, had := reasonLabels[name]
+	var cur []string
+	if p := vpc.Status.Phase; p != "" {
+		cur = []string{name, string(vpc.Spec.Profile), string(p), conditionReason(vpc)}
+		configReason.WithLabelValues(cur...).Set(1)
+	}
+	if had && !slices.Equal(prev, cur) {
+		configReason.DeleteLabelValues(prev...)
+	}
+	if cur == nil {
+		delete(reasonLabels, name)
+		return
+	}
+	reasonLabels[name] = cur
+}
+
+// conditionReason is the reason of the condition that describes the config's phase (the
+// condition of the same name, Completed for CompletedWithErrors, UpgradeAvailable for
+// CompletedWithUpgrade, Ready for Pending), as the controller sets the conditions; empty
+// when the config does not have that condition.
+func conditionReason(vpc *advisorv1alpha1.VirtPlatformConfig) string {
+	t := string(vpc.Status.Phase)
+	switch vpc.Status.Phase {
+	case advisorv1alpha1.PhaseCompletedWithErrors:
+		t = advisorv1alpha1.ConditionCompleted
+	case advisorv1alpha1.PhaseCompletedWithUpgrade:
+		t = advisorv1alpha1.ConditionUpgradeAvailable
+	case advisorv1alpha1.PhasePending:
+		t = advisorv1alpha1.ConditionReady
+	}
+	for _, c := range vpc.Status.Conditions {
+		if c.Type == t {
+			return c.Reason
+		}
+	}
+	return ""
 }
 
 // DriftDetected counts a config found drifted.

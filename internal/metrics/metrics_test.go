@@ -1,0 +1,107 @@
+package metrics
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
+)
+
+const reasonMetric = "virt_advisor_config_reason"
+
+// config is a VirtPlatformConfig in phase with the condition of that phase carrying reason,
+// and a False Ready condition carrying the phase's name, as the controller sets them.
+func config(name string, phase advisorv1alpha1.Phase, condType, reason string) *advisorv1alpha1.VirtPlatformConfig {
+	return &advisorv1alpha1.VirtPlatformConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       advisorv1alpha1.VirtPlatformConfigSpec{Profile: advisorv1alpha1.ProfileName(name)},
+		Status: advisorv1alpha1.VirtPlatformConfigStatus{
+			Phase: phase,
+			Conditions: []metav1.Condition{
+				{Type: condType, Status: metav1.ConditionTrue, Reason: reason},
+				{Type: advisorv1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: string(phase)},
+			},
+		},
+	}
+}
+
+// exposition is the text format of the virt_advisor_config_reason family with one series per
+// element of series (name, phase, reason; the profile is the name).
+func exposition(series ...[3]string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s gauge\n", reasonMetric, configReasonHelp, reasonMetric)
+	for _, s := range series {
+		fmt.Fprintf(&b, "%s{name=%q,phase=%q,profile=%q,reason=%q} 1\n", reasonMetric, s[0], s[1], s[0], s[2])
+	}
+	return b.String()
+}
+
+// expectScrape checks what the controller-runtime registry, which the manager serves,
+// exposes of virt_advisor_config_reason.
+func expectScrape(t *testing.T, step string, series ...[3]string) {
+	t.Helper()
+	if err := testutil.GatherAndCompare(crmetrics.Registry, strings.NewReader(exposition(series...)), reasonMetric); err != nil {
+		t.Errorf("%s: %v", step, err)
+	}
+}
+
+func TestConfigReasonHasOneSeriesPerConfigWithThePhaseAndItsConditionsReason(t *testing.T) {
+	const name, other = "load-aware-rebalancing", "virt-higher-density"
+	t.Cleanup(func() { Forget(name); Forget(other) })
+
+	Observe(config(other, advisorv1alpha1.PhaseReviewRequired, advisorv1alpha1.ConditionReviewRequired, advisorv1alpha1.ReasonAwaitingApproval))
+
+	Observe(config(name, advisorv1alpha1.PhaseDrifted, advisorv1alpha1.ConditionDrifted, advisorv1alpha1.ReasonThrashing))
+	expectScrape(t, "Drifted with reason Thrashing",
+		[3]string{name, "Drifted", "Thrashing"}, [3]string{other, "ReviewRequired", "AwaitingApproval"})
+
+	Observe(config(name, advisorv1alpha1.PhaseDrifted, advisorv1alpha1.ConditionDrifted, advisorv1alpha1.ReasonThrashing))
+	expectScrape(t, "observed again unchanged",
+		[3]string{name, "Drifted", "Thrashing"}, [3]string{other, "ReviewRequired", "AwaitingApproval"})
+
+	Observe(config(name, advisorv1alpha1.PhaseCompleted, advisorv1alpha1.ConditionCompleted, advisorv1alpha1.ReasonInSync))
+	expectScrape(t, "Completed with reason InSync replaces the Drifted series",
+		[3]string{name, "Completed", "InSync"}, [3]string{other, "ReviewRequired", "AwaitingApproval"})
+
+	Forget(name)
+	expectScrape(t, "forgotten", [3]string{other, "ReviewRequired", "AwaitingApproval"})
+}
+
+// The phases whose condition has another name take the reason of that condition.
+func TestConfigReasonOfPhasesDescribedByAnotherCondition(t *testing.T) {
+	const name = "load-aware-rebalancing"
+	t.Cleanup(func() { Forget(name) })
+	for _, c := range []struct {
+		phase    advisorv1alpha1.Phase
+		condType string
+		reason   string
+	}{
+		{advisorv1alpha1.PhaseCompletedWithErrors, advisorv1alpha1.ConditionCompleted, advisorv1alpha1.ReasonItemsFailed},
+		{advisorv1alpha1.PhaseCompletedWithUpgrade, advisorv1alpha1.ConditionUpgradeAvailable, advisorv1alpha1.ReasonUpgradeAvailable},
+		{advisorv1alpha1.PhasePending, advisorv1alpha1.ConditionReady, string(advisorv1alpha1.PhasePending)},
+	} {
+		vpc := config(name, c.phase, c.condType, c.reason)
+		if c.phase == advisorv1alpha1.PhasePending {
+			// Nothing holds while Pending: Ready is False and carries the phase's name.
+			vpc.Status.Conditions = vpc.Status.Conditions[1:]
+		}
+		Observe(vpc)
+		expectScrape(t, string(c.phase), [3]string{name, string(c.phase), c.reason})
+	}
+}
+
+// A config without a phase (not reconciled yet) has no condition to take a reason from: it
+// has no series, and one it had is removed.
+func TestConfigReasonHasNoSeriesWithoutAPhase(t *testing.T) {
+	const name = "load-aware-rebalancing"
+	t.Cleanup(func() { Forget(name) })
+	Observe(config(name, advisorv1alpha1.PhaseDrifted, advisorv1alpha1.ConditionDrifted, advisorv1alpha1.ReasonDriftDetected))
+	expectScrape(t, "Drifted", [3]string{name, "Drifted", "DriftDetected"})
+	Observe(&advisorv1alpha1.VirtPlatformConfig{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	expectScrape(t, "no phase")
+}

@@ -7,13 +7,9 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	"sigs.k8s.io/yaml"
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
 	"github.com/kubevirt/virt-advisor-operator/internal/plan"
@@ -90,29 +86,14 @@ func onCluster(kind hcoCRD) *cluster {
 		env, err := testenv.New(dirs...)
 		Expect(err).NotTo(HaveOccurred())
 		env.CRDs = crds
-		cfg, err := env.Start()
-		if err != nil {
-			_ = env.Stop()
-		}
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(func(env *envtest.Environment) { Expect(env.Stop()).To(Succeed()) }, env)
-		cl.c, err = client.New(cfg, client.Options{Scheme: testenv.Scheme()})
-		Expect(err).NotTo(HaveOccurred())
-		// Namespaces are never deleted: envtest runs no namespace controller.
-		for _, ns := range []string{"openshift-cnv", "kubevirt-hyperconverged"} {
-			Expect(cl.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-		}
+		cl.c = testenv.StartForContainer(ctx, env, "openshift-cnv", "kubevirt-hyperconverged")
 	})
 	return cl
 }
 
 // create creates obj (YAML) and deletes it again when the current spec ends.
 func (cl *cluster) create(doc string) *unstructured.Unstructured {
-	obj := &unstructured.Unstructured{}
-	Expect(yaml.Unmarshal([]byte(doc), &obj.Object)).To(Succeed())
-	Expect(cl.c.Create(ctx, obj)).To(Succeed(), "create %s %s", obj.GetKind(), obj.GetName())
-	DeferCleanup(func() { Expect(client.IgnoreNotFound(cl.c.Delete(ctx, obj))).To(Succeed()) })
-	return obj
+	return testenv.CreateForSpec(ctx, cl.c, doc)
 }
 
 // hyperConverged creates a HyperConverged named kubevirt-hyperconverged in namespace, at

@@ -7,16 +7,12 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	"sigs.k8s.io/yaml"
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
 	"github.com/kubevirt/virt-advisor-operator/internal/plan"
@@ -51,29 +47,14 @@ func onCluster(gen string) *cluster {
 	BeforeAll(func() {
 		env, err := testenv.New(testenv.OwnCRDs, testenv.BaseCRDs, testenv.DeschedulerCRDs(gen))
 		Expect(err).NotTo(HaveOccurred())
-		cfg, err := env.Start()
-		if err != nil {
-			_ = env.Stop()
-		}
-		Expect(err).NotTo(HaveOccurred(), "start envtest with the %s KubeDescheduler CRD", gen)
-		DeferCleanup(func(env *envtest.Environment) { Expect(env.Stop()).To(Succeed()) }, env)
-		cl.c, err = client.New(cfg, client.Options{Scheme: testenv.Scheme()})
-		Expect(err).NotTo(HaveOccurred())
-		// Namespaces are never deleted: envtest runs no namespace controller.
-		for _, ns := range []string{loadaware.DeschedulerNamespace, hcoNamespace} {
-			Expect(cl.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-		}
+		cl.c = testenv.StartForContainer(ctx, env, loadaware.DeschedulerNamespace, hcoNamespace)
 	})
 	return cl
 }
 
 // create creates obj (YAML) and deletes it again when the current spec ends.
 func (cl *cluster) create(doc string) *unstructured.Unstructured {
-	obj := &unstructured.Unstructured{}
-	Expect(yaml.Unmarshal([]byte(doc), &obj.Object)).To(Succeed())
-	Expect(cl.c.Create(ctx, obj)).To(Succeed(), "create %s %s", obj.GetKind(), obj.GetName())
-	DeferCleanup(func() { Expect(client.IgnoreNotFound(cl.c.Delete(ctx, obj))).To(Succeed()) })
-	return obj
+	return testenv.CreateForSpec(ctx, cl.c, doc)
 }
 
 // liveDescheduler creates the KubeDescheduler singleton as an administrator might have

@@ -68,9 +68,13 @@ test-install: envtest helm build-installer build ## Install the chart and dist/i
 demo-check: ## Run the demo walkthrough non-interactively (DEMO_EXIT=1).
 	DEMO_EXIT=1 $(MAKE) --no-print-directory demo
 
+# RUNS is how many times `make bench` runs each profile end to end, each on a fresh control plane.
+RUNS ?= 3
+
 .PHONY: bench
-bench: envtest ## Run the benchmarks and print their figures.
+bench: envtest build ## Run the Go benchmarks, then time plan and apply of each profile end to end (RUNS runs) and print the figures.
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test ./... -run '^$$' -bench . -benchmem -count=1
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" MANAGER_BINARY="$(CURDIR)/bin/manager" go run ./hack/benche2e -runs=$(RUNS)
 
 .PHONY: lint
 lint: golangci-lint ## Run golangci-lint with .golangci.yml.

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"time"
+)
+
+// auditEvent is the part of an audit.k8s.io/v1 Event the counts need.
+type auditEvent struct {
+	AuditID string `json:"auditID"`
+	Stage   string `json:"stage"`
+	Verb    string `json:"verb"`
+	User    struct {
+		Username string `json:"username"`
+	} `json:"user"`
+	RequestURI     string `json:"requestURI"`
+	ResponseStatus *struct {
+		Code int `json:"code"`
+	} `json:"responseStatus"`
+	RequestReceived time.Time `json:"requestReceivedTimestamp"`
+}
+
+// request is one API request of the audit log.
+type request struct {
+	at     time.Time
+	verb   string
+	dryRun bool
+	code   int
+}
+
+// writeVerbs are the verbs that change objects (server-side apply is a patch).
+var writeVerbs = map[string]bool{
+	"create": true, "update": true, "patch": true, "delete": true, "deletecollection": true,
+}
+
+// readRequests reads the requests of user from an audit log, each once: a watch has two
+// events (ResponseStarted, ResponseComplete), every other request one.
+func readRequests(path, user string) ([]request, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	byID := map[string]int{}
+	var out []request
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
+	for line := 1; sc.Scan(); line++ {
+		var e auditEvent
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
+		}
+		if e.User.Username != user {
+			continue
+		}
+		code := 0
+		if e.ResponseStatus != nil {
+			code = e.ResponseStatus.Code
+		}
+		if i, seen := byID[e.AuditID]; seen {
+			if e.Stage == "ResponseComplete" || e.Stage == "Panic" {
+				out[i].code = code
+			}
+			continue
+		}
+		byID[e.AuditID] = len(out)
+		out = append(out, request{at: e.RequestReceived, verb: e.Verb, dryRun: isDryRun(e.RequestURI), code: code})
+	}
+	return out, sc.Err()
+}
+
+func isDryRun(uri string) bool {
+	u, err := url.Parse(uri)
+	if err != nil {
+		return false
+	}
+	for _, v := range u.Query()["dryRun"] {
+		if v == "All" {
+			return true
+		}
+	}
+	return false
+}
+
+// counts are the figures of the requests of one stage.
+type counts struct {
+	// requests is every request, of any verb; a watch counts once.
+	requests int
+	// writes are the write requests that were not dry runs.
+	writes int
+	// dryRuns are the write requests sent with dryRun=All.
+	dryRuns int
+	// conflicts are the requests answered 409 Conflict.
+	conflicts int
+}
+
+// count sums the requests received in [from, to).
+func count(reqs []request, from, to time.Time) counts {
+	var c counts
+	for _, r := range reqs {
+		if r.at.Before(from) || !r.at.Before(to) {
+			continue
+		}
+		c.requests++
+		switch {
+		case writeVerbs[r.verb] && r.dryRun:
+			c.dryRuns++
+		case writeVerbs[r.verb]:
+			c.writes++
+		}
+		if r.code == 409 {
+			c.conflicts++
+		}
+	}
+	return c
+}

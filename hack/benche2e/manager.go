@@ -1,0 +1,173 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// managerProc is the manager binary running against the control plane as the operator's user.
+type managerProc struct {
+	cmd     *exec.Cmd
+	logPath string
+	// launched is when the process was started, ready when its /readyz first answered 200.
+	launched, ready time.Time
+	done            chan struct{}
+	exitErr         error
+	stopOnce        sync.Once
+}
+
+// startManager starts the manager and waits until its /readyz answers.
+func startManager(ctx context.Context, opts *options, cp *controlPlane, dir string) (*managerProc, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	m := &managerProc{logPath: filepath.Join(dir, "manager.log"), done: make(chan struct{})}
+	logFile, err := os.Create(m.logPath)
+	if err != nil {
+		return nil, err
+	}
+	probe := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	m.cmd = exec.Command(opts.manager,
+		"--leader-elect=false",
+		"--metrics-bind-address=0",
+		"--health-probe-bind-address="+probe,
+		"--namespace="+opts.managerNS,
+		"--health-poll-interval=1s",
+		"--advertise-profiles=false",
+	)
+	m.cmd.Env = append(os.Environ(), "KUBECONFIG="+cp.operatorKubeconfig)
+	m.cmd.Stdout, m.cmd.Stderr = logFile, logFile
+	m.launched = time.Now()
+	if err := m.cmd.Start(); err != nil {
+		_ = logFile.Close()
+		return nil, fmt.Errorf("start %s: %w", opts.manager, err)
+	}
+	go func() {
+		m.exitErr = m.cmd.Wait()
+		_ = logFile.Close()
+		close(m.done)
+	}()
+
+	client := &http.Client{Timeout: time.Second}
+	url := "http://" + probe + "/readyz"
+	deadline := time.After(opts.startupDeadline)
+	for {
+		if ok, _ := probeOK(ctx, client, url); ok {
+			m.ready = time.Now()
+			return m, nil
+		}
+		select {
+		case <-ctx.Done():
+			m.stop()
+			return nil, ctx.Err()
+		case <-m.done:
+			return nil, fmt.Errorf("the manager exited before it was ready (%v):\n%s", m.exitErr, m.logTail())
+		case <-deadline:
+			m.stop()
+			return nil, fmt.Errorf("the manager's %s did not answer 200 within %s:\n%s", url, opts.startupDeadline, m.logTail())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func probeOK(ctx context.Context, client *http.Client, url string) (bool, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return false, err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return false, err
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode == http.StatusOK, nil
+}
+
+// freePort is a TCP port on 127.0.0.1 that nothing listens on right now.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// exited tells whether the manager is no longer running.
+func (m *managerProc) exited() bool {
+	select {
+	case <-m.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// peakRSSMiB is the manager's peak resident set size so far (VmHWM), in MiB.
+func (m *managerProc) peakRSSMiB() (float64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", m.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = f.Close() }()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) == 3 && fields[0] == "VmHWM:" && fields[2] == "kB" {
+			kb, err := strconv.ParseFloat(fields[1], 64)
+			if err != nil {
+				return 0, err
+			}
+			return kb / 1024, nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", m.cmd.Process.Pid)
+}
+
+// stop ends the manager: SIGTERM, and SIGKILL if it is still running 15s later.
+func (m *managerProc) stop() {
+	m.stopOnce.Do(func() {
+		if m.exited() {
+			return
+		}
+		_ = m.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-m.done:
+		case <-time.After(15 * time.Second):
+			logf("the manager did not stop within 15s of SIGTERM: killing it")
+			_ = m.cmd.Process.Kill()
+			<-m.done
+		}
+	})
+}
+
+// logTailLines is how much of the manager's log an error shows.
+const logTailLines = 20
+
+// logTail is the end of the manager's log.
+func (m *managerProc) logTail() string {
+	data, err := os.ReadFile(m.logPath)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > logTailLines {
+		lines = lines[len(lines)-logTailLines:]
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+)
+
+// failPhases end a wait: the operator will not reach the awaited phase by itself.
+var failPhases = map[string]bool{"Failed": true, "PrerequisiteFailed": true, "CompletedWithErrors": true}
+
+// phaseWatcher follows one VirtPlatformConfig through a single watch, opened before the
+// object exists and kept across the stages, so that no change of phase is missed between
+// them. A watch the server closes is reopened from the last resourceVersion seen.
+type phaseWatcher struct {
+	ri   dynamic.ResourceInterface
+	name string
+	rv   string
+	w    watch.Interface
+	// last is the object as last seen.
+	last *unstructured.Unstructured
+}
+
+// newPhaseWatcher opens the watch of the VirtPlatformConfig name.
+func newPhaseWatcher(ctx context.Context, dyn dynamic.Interface, name string) (*phaseWatcher, error) {
+	pw := &phaseWatcher{ri: dyn.Resource(vpcGVR), name: name}
+	if err := pw.open(ctx, true); err != nil {
+		return nil, err
+	}
+	return pw, nil
+}
+
+func (pw *phaseWatcher) open(ctx context.Context, relist bool) error {
+	selector := "metadata.name=" + pw.name
+	if relist || pw.rv == "" {
+		list, err := pw.ri.List(ctx, metav1.ListOptions{FieldSelector: selector})
+		if err != nil {
+			return fmt.Errorf("list VirtPlatformConfig %s: %w", pw.name, err)
+		}
+		pw.rv = list.GetResourceVersion()
+		if len(list.Items) == 1 {
+			pw.last = &list.Items[0]
+		}
+	}
+	w, err := pw.ri.Watch(ctx, metav1.ListOptions{
+		FieldSelector: selector, ResourceVersion: pw.rv, AllowWatchBookmarks: true,
+	})
+	if err != nil {
+		return fmt.Errorf("watch VirtPlatformConfig %s: %w", pw.name, err)
+	}
+	pw.w = w
+	return nil
+}
+
+func (pw *phaseWatcher) stop() {
+	if pw.w != nil {
+		pw.w.Stop()
+	}
+}
+
+// phase is .status.phase of the object as last seen.
+func (pw *phaseWatcher) phase() string {
+	if pw.last == nil {
+		return ""
+	}
+	p, _, _ := unstructured.NestedString(pw.last.Object, "status", "phase")
+	return p
+}
+
+// until waits for the phase want and returns when the watch delivered it. The phase seen
+// before the call does not count: the caller changed the object since.
+func (pw *phaseWatcher) until(ctx context.Context, want string, timeout time.Duration) (time.Time, error) {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return time.Time{}, ctx.Err()
+		case <-deadline.C:
+			return time.Time{}, fmt.Errorf("no phase %s within %s: %s", want, timeout, pw.describe())
+		case ev, ok := <-pw.w.ResultChan():
+			if !ok {
+				if err := pw.open(ctx, false); err != nil {
+					return time.Time{}, err
+				}
+				continue
+			}
+			switch ev.Type {
+			case watch.Error:
+				// Most likely 410 Gone: start again from a fresh list.
+				pw.w.Stop()
+				if err := pw.open(ctx, true); err != nil {
+					return time.Time{}, fmt.Errorf("%w (after the watch error %v)", err, apierrors.FromObject(ev.Object))
+				}
+				if pw.phase() == want {
+					return time.Now(), nil
+				}
+				continue
+			case watch.Bookmark:
+				if u, ok := ev.Object.(*unstructured.Unstructured); ok {
+					pw.rv = u.GetResourceVersion()
+				}
+				continue
+			case watch.Deleted:
+				return time.Time{}, fmt.Errorf("VirtPlatformConfig %s was deleted", pw.name)
+			}
+			u, ok := ev.Object.(*unstructured.Unstructured)
+			if !ok {
+				continue
+			}
+			at := time.Now()
+			pw.last, pw.rv = u, u.GetResourceVersion()
+			switch phase := pw.phase(); {
+			case phase == want:
+				return at, nil
+			case failPhases[phase]:
+				return time.Time{}, fmt.Errorf("phase %s instead of %s: %s", phase, want, pw.describe())
+			}
+		}
+	}
+}
+
+// describe is the phase and the conditions of the object as last seen.
+func (pw *phaseWatcher) describe() string {
+	if pw.last == nil {
+		return "the object does not exist"
+	}
+	conditions, _, _ := unstructured.NestedSlice(pw.last.Object, "status", "conditions")
+	parts := make([]string, 0, len(conditions))
+	for _, c := range conditions {
+		m, _ := c.(map[string]any)
+		parts = append(parts, fmt.Sprintf("%v=%v (%v: %v)", m["type"], m["status"], m["reason"], m["message"]))
+	}
+	items, _, _ := unstructured.NestedSlice(pw.last.Object, "status", "items")
+	for _, it := range items {
+		m, _ := it.(map[string]any)
+		parts = append(parts, fmt.Sprintf("item %v %v: %v", m["name"], m["state"], m["message"]))
+	}
+	phase := pw.phase()
+	if phase == "" {
+		phase = "(none)"
+	}
+	return "phase " + phase + "; " + strings.Join(parts, "; ")
+}

@@ -1,0 +1,219 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
+)
+
+const roleLabel = "machineconfiguration.openshift.io/role"
+
+// poolSim plays the Machine Config Operator for one MachineConfigPool, as
+// hack/simulate-pool-rollout.sh does: it renders the MachineConfigs the pool selects into
+// rendered-<pool>-<hash>, points the pool at it and reports every machine updated, i.e. a
+// roll-out that finishes at once.
+type poolSim struct {
+	dyn      dynamic.Interface
+	pool     string
+	machines int64
+	// fingerprint is that of the MachineConfigs of the last render.
+	fingerprint string
+}
+
+// render brings the pool onto the rendered configuration of its current MachineConfigs
+// and reports it Updated. It writes nothing when those MachineConfigs (names and
+// resourceVersions) are the ones of the last render.
+func (s *poolSim) render(ctx context.Context) (bool, error) {
+	pools := s.dyn.Resource(mcpGVR)
+	pool, err := pools.Get(ctx, s.pool, metav1.GetOptions{})
+	if err != nil {
+		return false, fmt.Errorf("get MachineConfigPool %s: %w", s.pool, err)
+	}
+	role, _, _ := unstructured.NestedString(pool.Object, "spec", "machineConfigSelector", "matchLabels", roleLabel)
+	list, err := s.dyn.Resource(mcGVR).List(ctx, metav1.ListOptions{LabelSelector: roleLabel + "=" + role})
+	if err != nil {
+		return false, fmt.Errorf("list the MachineConfigs of role %s: %w", role, err)
+	}
+	configs := make([]unstructured.Unstructured, 0, len(list.Items))
+	for _, mc := range list.Items {
+		if !strings.HasPrefix(mc.GetName(), "rendered-") {
+			configs = append(configs, mc)
+		}
+	}
+	sort.Slice(configs, func(i, j int) bool { return configs[i].GetName() < configs[j].GetName() })
+
+	h := sha256.New()
+	source := make([]any, 0, len(configs))
+	kernelArgs := []any{}
+	for _, mc := range configs {
+		_, _ = fmt.Fprintf(h, "%s %s\n", mc.GetName(), mc.GetResourceVersion())
+		source = append(source, map[string]any{
+			"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig", "name": mc.GetName(),
+		})
+		args, _, _ := unstructured.NestedStringSlice(mc.Object, "spec", "kernelArguments")
+		for _, a := range args {
+			kernelArgs = append(kernelArgs, a)
+		}
+	}
+	fingerprint := hex.EncodeToString(h.Sum(nil))
+	if fingerprint == s.fingerprint {
+		return false, nil
+	}
+	rendered := "rendered-" + s.pool + "-" + fingerprint[:16]
+
+	renderedMC := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "machineconfiguration.openshift.io/v1",
+		"kind":       "MachineConfig",
+		"metadata":   map[string]any{"name": rendered, "labels": map[string]any{roleLabel: role}},
+		"spec": map[string]any{
+			"config":          map[string]any{"ignition": map[string]any{"version": "3.2.0"}},
+			"kernelArguments": kernelArgs,
+		},
+	}}
+	_, err = s.dyn.Resource(mcGVR).Create(ctx, renderedMC, metav1.CreateOptions{FieldManager: fieldManager})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return false, fmt.Errorf("create MachineConfig %s: %w", rendered, err)
+	}
+
+	configuration := map[string]any{"name": rendered, "source": source}
+	patched, err := s.patch(ctx, map[string]any{"spec": map[string]any{"configuration": configuration}})
+	if err != nil {
+		return false, err
+	}
+	now := time.Now().UTC().Format(time.RFC3339)
+	condition := func(kind, status, message string) map[string]any {
+		return map[string]any{"type": kind, "status": status, "reason": "", "message": message, "lastTransitionTime": now}
+	}
+	status := map[string]any{
+		"observedGeneration":      patched.GetGeneration(),
+		"configuration":           configuration,
+		"machineCount":            s.machines,
+		"updatedMachineCount":     s.machines,
+		"readyMachineCount":       s.machines,
+		"unavailableMachineCount": 0,
+		"degradedMachineCount":    0,
+		"conditions": []any{
+			condition("Updated", "True", "All nodes are updated with "+rendered),
+			condition("Updating", "False", ""),
+			condition("Degraded", "False", ""),
+		},
+	}
+	if _, err := s.patch(ctx, map[string]any{"status": status}, "status"); err != nil {
+		return false, err
+	}
+	s.fingerprint = fingerprint
+	return true, nil
+}
+
+// patch merge-patches the pool (or one of its subresources).
+func (s *poolSim) patch(ctx context.Context, patch map[string]any,
+	subresources ...string) (*unstructured.Unstructured, error) {
+	data, err := json.Marshal(patch)
+	if err != nil {
+		return nil, err
+	}
+	out, err := s.dyn.Resource(mcpGVR).Patch(ctx, s.pool, types.MergePatchType, data,
+		metav1.PatchOptions{FieldManager: fieldManager}, subresources...)
+	if err != nil {
+		return nil, fmt.Errorf("patch MachineConfigPool %s %v: %w", s.pool, subresources, err)
+	}
+	return out, nil
+}
+
+// run simulates the roll-out of an approved plan until ctx ends: once spec.action of the
+// VirtPlatformConfig vpcName is Apply and a MachineConfig named in its status.items[].targetRef
+// exists, it renders the pool, and renders it again whenever the pool's MachineConfigs
+// change. Watches on the VirtPlatformConfig and on MachineConfigs trigger the checks, with a
+// check every second as a safety net.
+func (s *poolSim) run(ctx context.Context, vpcName string) {
+	kick := make(chan struct{}, 1)
+	notify := func() {
+		select {
+		case kick <- struct{}{}:
+		default:
+		}
+	}
+	go watchAll(ctx, s.dyn.Resource(vpcGVR), metav1.ListOptions{FieldSelector: "metadata.name=" + vpcName}, notify)
+	go watchAll(ctx, s.dyn.Resource(mcGVR), metav1.ListOptions{}, notify)
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	approved := false
+	for {
+		if !approved {
+			approved = s.planMachineConfigExists(ctx, vpcName)
+		}
+		if approved {
+			if changed, err := s.render(ctx); err != nil {
+				if ctx.Err() == nil {
+					logf("pool simulator: %v", err)
+				}
+			} else if changed {
+				logf("pool simulator: MachineConfigPool %s Updated", s.pool)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-kick:
+		case <-tick.C:
+		}
+	}
+}
+
+// planMachineConfigExists tells whether the VirtPlatformConfig is approved (spec.action
+// Apply) and a MachineConfig its plan writes exists.
+func (s *poolSim) planMachineConfigExists(ctx context.Context, vpcName string) bool {
+	vpc, err := s.dyn.Resource(vpcGVR).Get(ctx, vpcName, metav1.GetOptions{})
+	if err != nil {
+		return false
+	}
+	if action, _, _ := unstructured.NestedString(vpc.Object, "spec", "action"); action != "Apply" {
+		return false
+	}
+	items, _, _ := unstructured.NestedSlice(vpc.Object, "status", "items")
+	for _, it := range items {
+		item, _ := it.(map[string]any)
+		kind, _, _ := unstructured.NestedString(item, "targetRef", "kind")
+		name, _, _ := unstructured.NestedString(item, "targetRef", "name")
+		if kind != "MachineConfig" || name == "" {
+			continue
+		}
+		if _, err := s.dyn.Resource(mcGVR).Get(ctx, name, metav1.GetOptions{}); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// watchAll keeps a watch of the resource open until ctx ends and calls notify on each event.
+func watchAll(ctx context.Context, ri dynamic.ResourceInterface, opts metav1.ListOptions, notify func()) {
+	for ctx.Err() == nil {
+		w, err := ri.Watch(ctx, opts)
+		if err != nil {
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+			continue
+		}
+		notify()
+		for ev := range w.ResultChan() {
+			if ev.Type != watch.Bookmark {
+				notify()
+			}
+		}
+		w.Stop()
+	}
+}

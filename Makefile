@@ -76,6 +76,21 @@ bench: envtest build ## Run the Go benchmarks, then time plan and apply of each 
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test ./... -run '^$$' -bench . -benchmem -count=1
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" MANAGER_BINARY="$(CURDIR)/bin/manager" go run ./hack/benche2e -runs=$(RUNS)
 
+# FUZZTIME is how long `make fuzz` runs each fuzz target. FUZZMINIMIZETIME caps the time spent
+# shrinking each input that finds new code (go's default, a minute, would take most of FUZZTIME).
+FUZZTIME ?= 60s
+FUZZMINIMIZETIME ?= 10s
+FUZZ = go test -run '^$$' -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZETIME)
+
+.PHONY: fuzz
+fuzz: ## Run each fuzz target for FUZZTIME (60s), one after the other; a failing input lands in the package's testdata/fuzz/<target>/.
+	$(FUZZ) -fuzz '^FuzzDiff$$' ./internal/plan/
+	$(FUZZ) -fuzz '^FuzzHashCanonical$$' ./internal/plan/
+	$(FUZZ) -fuzz '^FuzzReadControls$$' ./internal/plan/
+	$(FUZZ) -fuzz '^FuzzParsePointer$$' ./internal/plan/
+	$(FUZZ) -fuzz '^FuzzLoadAwareDefaults$$' ./internal/profiles/
+	$(FUZZ) -fuzz '^FuzzHigherDensityDefaults$$' ./internal/profiles/
+
 .PHONY: lint
 lint: golangci-lint ## Run golangci-lint with .golangci.yml.
 	"$(GOLANGCI_LINT)" run ./...

@@ -1,8 +1,10 @@
 package plan
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/pmezard/go-difflib/difflib"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -16,7 +18,7 @@ const NoChanges = "(no changes)"
 // result), both normalised the same way. live nil means the object will be created: the
 // diff starts at /dev/null. Identical objects give NoChanges.
 func Diff(live, planned *unstructured.Unstructured, ns ...Normalizer) (string, error) {
-	to, err := yaml.Marshal(normalized(planned, ns...))
+	to, err := marshalYAML(normalized(planned, ns...))
 	if err != nil {
 		return "", fmt.Errorf("render planned %s as YAML: %w", describe(planned), err)
 	}
@@ -27,7 +29,7 @@ func Diff(live, planned *unstructured.Unstructured, ns ...Normalizer) (string, e
 		Context:  3,
 	}
 	if live != nil {
-		from, err := yaml.Marshal(normalized(live, ns...))
+		from, err := marshalYAML(normalized(live, ns...))
 		if err != nil {
 			return "", fmt.Errorf("render live %s as YAML: %w", describe(live), err)
 		}
@@ -42,6 +44,41 @@ func Diff(live, planned *unstructured.Unstructured, ns ...Normalizer) (string, e
 		return "", fmt.Errorf("diff %s: %w", describe(planned), err)
 	}
 	return strings.TrimSuffix(text, "\n") + "\n", nil
+}
+
+// marshalYAML is yaml.Marshal, except that it also renders strings holding characters the
+// YAML parser refuses in its input: sigs.k8s.io/yaml turns JSON into YAML by parsing the
+// JSON as YAML, and JSON leaves DEL, the C1 controls and U+FFFE/U+FFFF unescaped, so an
+// object holding one anywhere (an annotation value, a ConfigMap entry) could not be
+// diffed. They are handed to the parser escaped, which decodes them to the same string.
+func marshalYAML(obj map[string]any) ([]byte, error) {
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		return nil, err
+	}
+	return yaml.JSONToYAML(escapeForYAML(raw))
+}
+
+// escapeForYAML writes the characters YAML does not allow in its input as \u escapes. In
+// JSON they can only appear inside strings, where the escape means the same character.
+func escapeForYAML(raw []byte) []byte {
+	var out []byte
+	for i := 0; i < len(raw); {
+		r, size := utf8.DecodeRune(raw[i:])
+		if (r >= 0x7f && r <= 0x9f) || r == 0xfffe || r == 0xffff {
+			if out == nil {
+				out = append(make([]byte, 0, len(raw)+16), raw[:i]...)
+			}
+			out = fmt.Appendf(out, `\u%04x`, r)
+		} else if out != nil {
+			out = append(out, raw[i:i+size]...)
+		}
+		i += size
+	}
+	if out == nil {
+		return raw
+	}
+	return out
 }
 
 // splitLines splits YAML text into lines that keep their newline. (difflib.SplitLines

@@ -1,10 +1,14 @@
 package plan
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math"
+	"math/big"
+	"strconv"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -26,10 +30,20 @@ func HashJSON(v any) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// canonicalJSON re-encodes raw JSON with sorted keys, so formatting does not count.
+// canonicalJSON re-encodes raw JSON with sorted keys and every number in one spelling, so
+// formatting does not count.
 func canonicalJSON(raw []byte) json.RawMessage {
+	if !json.Valid(raw) {
+		return raw
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
 	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
+	if err := dec.Decode(&v); err != nil {
+		return raw
+	}
+	v, ok := canonicalNumbers(v)
+	if !ok {
 		return raw
 	}
 	out, err := json.Marshal(v)
@@ -37,6 +51,56 @@ func canonicalJSON(raw []byte) json.RawMessage {
 		return raw
 	}
 	return out
+}
+
+// canonicalNumbers replaces every json.Number in v by its value: an int64 when it is an
+// integer in int64 range, however it is written (1e3, 1000.0), else a float64. Decoding
+// straight to float64 would round integers beyond 2^53, so that desired states differing
+// in such an integer would hash the same; and zero, however signed, is 0 (-0.0 would
+// encode as -0). ok is false for a number out of float64 range.
+func canonicalNumbers(v any) (any, bool) {
+	switch x := v.(type) {
+	case json.Number:
+		return canonicalNumber(string(x))
+	case []any:
+		for i, e := range x {
+			c, ok := canonicalNumbers(e)
+			if !ok {
+				return nil, false
+			}
+			x[i] = c
+		}
+	case map[string]any:
+		for k, e := range x {
+			c, ok := canonicalNumbers(e)
+			if !ok {
+				return nil, false
+			}
+			x[k] = c
+		}
+	}
+	return v, true
+}
+
+func canonicalNumber(lit string) (any, bool) {
+	if n, err := strconv.ParseInt(lit, 10, 64); err == nil {
+		return n, true
+	}
+	f, err := strconv.ParseFloat(lit, 64)
+	if err != nil {
+		return nil, false
+	}
+	if f == 0 {
+		return int64(0), true
+	}
+	// An integer written with a fraction or an exponent. f is finite and not zero, so the
+	// exponent is no longer than the literal and the exact value is cheap to compute.
+	if f == math.Trunc(f) && math.Abs(f) <= math.MaxInt64 {
+		if r, ok := new(big.Rat).SetString(lit); ok && r.IsInt() && r.Num().IsInt64() {
+			return r.Num().Int64(), true
+		}
+	}
+	return f, true
 }
 
 // fieldValue is one managed field of a target: its value, or the fact that it is absent.

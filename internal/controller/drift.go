@@ -37,6 +37,11 @@ func (r *VirtPlatformConfigReconciler) watchApplied(ctx context.Context, s *scop
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	return r.judgeApplied(ctx, s, d)
+}
+
+// judgeApplied puts an applied plan in the phase what refreshDrift found calls for.
+func (r *VirtPlatformConfigReconciler) judgeApplied(ctx context.Context, s *scope, d driftFindings) (ctrl.Result, error) {
 	if d.unavailable != "" {
 		s.note(corev1.EventTypeWarning, advisorv1alpha1.ReasonTargetUnavailable, "%s", d.unavailable)
 		s.noApprovalNeeded()

@@ -49,6 +49,32 @@ var _ = Describe("Watching a completed plan", func() {
 		Expect(item(back, loadaware.ItemPSI).Diff).To(Equal(item(completed, loadaware.ItemPSI).Diff), "items that never drifted keep their diff")
 	})
 
+	It("rule 7: an applied target changed while a later item waits for its rollout ends the execution Drifted, never Completed", func() {
+		createConfig(advisorv1alpha1.VirtPlatformConfigSpec{Action: advisorv1alpha1.ActionApply})
+		Eventually(itemState).WithArguments(loadaware.ItemPSI).Should(Equal(advisorv1alpha1.ItemInProgress))
+		Expect(itemState(loadaware.ItemDescheduler)).To(Equal(advisorv1alpha1.ItemCompleted))
+
+		By("another field manager changes the first item's target while the MachineConfig waits for its pool")
+		editDescheduler(`{"spec":{"deschedulingIntervalSeconds":999}}`)
+		Consistently(phase).Should(Equal(advisorv1alpha1.PhaseInProgress))
+
+		By("the pool rolls the MachineConfig out: the execution ends, and the drift is what it ends in")
+		rolloutPool()
+		drifted := waitPhase(advisorv1alpha1.PhaseDrifted)
+		expectConditions(drifted, "Drifted")
+		Expect(item(drifted, loadaware.ItemPSI).State).To(Equal(advisorv1alpha1.ItemCompleted))
+		it := item(drifted, loadaware.ItemDescheduler)
+		Expect(it.State).To(Equal(advisorv1alpha1.ItemPending))
+		Expect(it.Message).To(ContainSubstring("spec.deschedulingIntervalSeconds changed out of band"))
+		Expect(it.Diff).To(And(ContainSubstring("-  deschedulingIntervalSeconds: 999"), ContainSubstring("+  deschedulingIntervalSeconds: 60")))
+		Consistently(phase).Should(Equal(advisorv1alpha1.PhaseDrifted))
+		Expect(deschedulerInterval()).To(BeEquivalentTo(999), "without bypassOptimisticLock drift is shown, not corrected")
+
+		By("the phase history goes from InProgress to Drifted: Completed was never reported")
+		Eventually(eventNotes).WithArguments("Drifted").Should(ContainElement(HavePrefix("InProgress -> Drifted")))
+		Expect(eventReasons()).NotTo(ContainElement(string(advisorv1alpha1.PhaseCompleted)))
+	})
+
 	It("rule 7: a change of a field the plan does not manage is no drift", func() {
 		completedConfig(advisorv1alpha1.VirtPlatformConfigSpec{})
 		editDescheduler(`{"spec":{"logLevel":"Debug"}}`)

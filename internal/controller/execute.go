@@ -321,10 +321,20 @@ func (r *VirtPlatformConfigReconciler) failItem(s *scope, i int, message string)
 	return ctrl.Result{}
 }
 
-// finishExecution ends an execution. What the plan was rendered from may have changed
-// while it ran (a pool rolling out changes the pool): the inputs are compared now, so the
-// completed config starts idle, or redrafts when the profile renders differently.
+// finishExecution ends an execution. An applied target may have been changed out of band
+// while a later item was waiting for its rollout: the applied targets are checked once
+// more, and a drifted one makes the config Drifted (or redrafted, or PrerequisiteFailed,
+// as for a completed plan), never Completed first. What the plan was rendered from may
+// have changed too (a pool rolling out changes the pool): the inputs are compared now, so
+// the completed config starts idle, or redrafts when the profile renders differently.
 func (r *VirtPlatformConfigReconciler) finishExecution(ctx context.Context, s *scope) (ctrl.Result, error) {
+	d, err := r.refreshDrift(ctx, s)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if d.unavailable != "" || d.controlsChanged || len(d.drifted) > 0 {
+		return r.judgeApplied(ctx, s, d)
+	}
 	changed, _, err := r.inputsChanged(ctx, s)
 	if err != nil {
 		return ctrl.Result{}, err

@@ -1,0 +1,99 @@
+// Package faults proves that faults lose nothing: the manager binary is killed between an
+// apply and its status write, the API server is stopped and started again on the same
+// etcd, every status write is answered 409 once, the leader is killed while a standby
+// waits, and a target or the VirtPlatformConfig itself is deleted during execution. The
+// manager runs as the process it is in a cluster (bin/manager, with leader election) and
+// every assertion reads the API or the API server's audit log; each spec prints how many
+// server-side applies each target received.
+package faults
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/kubevirt/virt-advisor-operator/internal/testenv"
+)
+
+// auditPolicy logs every request once, when its response is complete, at Metadata level:
+// verb, URI (with fieldManager and dryRun), user and response code.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages:
+- RequestReceived
+rules:
+- level: Metadata
+`
+
+var (
+	ctx context.Context
+	env *envtest.Environment
+	// k8s is the tests' own client, with the administrator's credentials.
+	k8s client.Client
+	// workDir holds the kubeconfigs, the logs and the API server's certificates.
+	workDir string
+	// adminKubeconfig is what kubectl and the project's scripts run with.
+	adminKubeconfig string
+	// managerBin is bin/manager (`make test-faults` builds it).
+	managerBin string
+	// audit is the API server's audit log.
+	audit *auditLog
+)
+
+func TestFaults(t *testing.T) {
+	RegisterFailHandler(Fail)
+	SetDefaultEventuallyTimeout(60 * time.Second)
+	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
+	SetDefaultConsistentlyDuration(3 * time.Second)
+	SetDefaultConsistentlyPollingInterval(200 * time.Millisecond)
+	RunSpecs(t, "virt-advisor-operator faults")
+}
+
+var _ = BeforeSuite(func() {
+	ctx = context.Background()
+	managerBin = os.Getenv("MANAGER_BINARY")
+	Expect(managerBin).NotTo(BeEmpty(), "set MANAGER_BINARY to the manager binary (make test-faults builds it)")
+	workDir = GinkgoT().TempDir()
+
+	var err error
+	env, err = testenv.New(testenv.OwnCRDs, testenv.BaseCRDs, testenv.DeschedulerCRDs("4.20"))
+	Expect(err).NotTo(HaveOccurred())
+	api := env.ControlPlane.GetAPIServer()
+	// A certificate directory of our own survives a stop of the API server: started again,
+	// it serves the same certificates on the same port, so every kubeconfig still works.
+	api.CertDir = filepath.Join(workDir, "apiserver")
+	Expect(os.MkdirAll(api.CertDir, 0o700)).To(Succeed())
+	policy := filepath.Join(workDir, "audit-policy.yaml")
+	Expect(os.WriteFile(policy, []byte(auditPolicy), 0o600)).To(Succeed())
+	audit = &auditLog{path: filepath.Join(workDir, "audit.log")}
+	args := api.Configure()
+	args.Append("audit-policy-file", policy)
+	args.Append("audit-log-path", audit.path)
+	args.Append("audit-log-format", "json")
+	// One file for the whole run: no rotation.
+	args.Append("audit-log-maxsize", "100000")
+	apiLog, err := os.Create(filepath.Join(workDir, "kube-apiserver.log"))
+	Expect(err).NotTo(HaveOccurred())
+	api.Out, api.Err = apiLog, apiLog
+
+	_, err = env.Start()
+	Expect(err).NotTo(HaveOccurred())
+	k8s, err = client.New(rest.CopyConfig(env.Config), client.Options{Scheme: testenv.Scheme()})
+	Expect(err).NotTo(HaveOccurred())
+	adminKubeconfig = filepath.Join(workDir, "admin.kubeconfig")
+	Expect(os.WriteFile(adminKubeconfig, env.KubeConfig, 0o600)).To(Succeed())
+})
+
+var _ = AfterSuite(func() {
+	if env != nil {
+		Expect(env.Stop()).To(Succeed())
+	}
+})

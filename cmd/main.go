@@ -19,6 +19,7 @@ import (
 	"github.com/kubevirt/virt-advisor-operator/internal/controller"
 	"github.com/kubevirt/virt-advisor-operator/internal/plan"
 	"github.com/kubevirt/virt-advisor-operator/internal/profiles"
+	"github.com/kubevirt/virt-advisor-operator/internal/profiles/baseline"
 	"github.com/kubevirt/virt-advisor-operator/internal/profiles/higherdensity"
 	"github.com/kubevirt/virt-advisor-operator/internal/profiles/loadaware"
 	"github.com/kubevirt/virt-advisor-operator/internal/version"
@@ -78,7 +79,7 @@ func run(o runOptions) error {
 	log := ctrl.Log.WithName("setup")
 	log.Info("starting", "version", version.Version)
 
-	registry, err := profiles.NewRegistry(loadaware.New(), higherdensity.New())
+	registry, err := profiles.NewRegistry(loadaware.New(), higherdensity.New(), baseline.New())
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -293,7 +294,13 @@ func (w *watches) watchInputLocked(k targetKey, config string) {
 		}
 		return w.configsOf(key)
 	}
-	if err := w.ctrl.Watch(source.Kind[client.Object](c, obj, handler.EnqueueRequestsFromMapFunc(mapper))); err != nil {
+	var filters []predicate.TypedPredicate[client.Object]
+	if gk == (schema.GroupKind{Kind: "Node"}) {
+		// A node's labels are its hardware facts; its heartbeats and annotations change
+		// nothing a plan depends on, and in a large cluster they never stop.
+		filters = append(filters, predicate.LabelChangedPredicate{})
+	}
+	if err := w.ctrl.Watch(source.Kind[client.Object](c, obj, handler.EnqueueRequestsFromMapFunc(mapper), filters...)); err != nil {
 		stop()
 		w.log.Error(err, "cannot watch an input", "input", k.String())
 		return

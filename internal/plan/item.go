@@ -136,3 +136,7 @@ func DesiredObject(item advisorv1alpha1.PlanItem) (*unstructured.Unstructured, e
 	}
 	return obj, nil
 }
+
+// MergeFragments merges the fragments of each item as a draft does (see Item), keeping the
+// items in order; fragments that set one field to two values are an error.
+func MergeFragments(items []Item) ([]Item, error) { return mergeFragments(items) }

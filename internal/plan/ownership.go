@@ -38,7 +38,7 @@ func ownsAll(obj *unstructured.Unstructured, manager string, paths []FieldPath) 
 		return false
 	}
 	for _, p := range paths {
-		if !ownsPath(set, p) {
+		if !ownsPath(set, p) && !ownsAtomic(set, p) {
 			return false
 		}
 	}
@@ -56,6 +56,26 @@ func ownsPath(set map[string]any, p FieldPath) bool {
 		cur = next
 	}
 	return true
+}
+
+// ownsAtomic tells whether a decoded field set owns path through an atomic map or struct
+// above it (x-kubernetes-map-type: atomic, as a KubeletConfig's machineConfigPoolSelector
+// or a NodeHealthCheck's selector): the set has that field with no members, and owning it
+// owns everything under it. Only a manager's own applied set is read this way: another
+// manager's set may keep a field with no members after losing what was under it.
+func ownsAtomic(set map[string]any, p FieldPath) bool {
+	cur := set
+	for i, seg := range p[:max(len(p)-1, 0)] {
+		next, ok := cur["f:"+seg].(map[string]any)
+		if !ok {
+			return false
+		}
+		if len(next) == 0 && i < len(p)-1 {
+			return true
+		}
+		cur = next
+	}
+	return false
 }
 
 // takenOver lists the managed paths that another field manager owns on live and no longer

@@ -15,6 +15,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
@@ -51,6 +52,7 @@ var _ = BeforeSuite(func() {
 	var err error
 	env, err = testenv.New(testenv.OwnCRDs, testenv.BaseCRDs, testenv.DeschedulerCRDs("4.20"))
 	Expect(err).NotTo(HaveOccurred())
+	env.CRDs = upstreamCRDs()
 	_, err = env.Start()
 	Expect(err).NotTo(HaveOccurred())
 
@@ -106,6 +108,34 @@ var _ = ReportAfterEach(func(report SpecReport) {
 		AddReportEntry("manager log", string(data))
 	}
 })
+
+// upstreamCRDFiles are the real CRDs, under testenv.UpstreamCRDs(), of the operators the
+// control plane has besides the base ones: the KubeletConfig of the Machine Config Operator,
+// the Node Health Check Operator and the Self Node Remediation Operator. The Migration
+// Toolkit for Virtualization and MetalLB operators are not installed: their platform-baseline
+// components are skipped, and the MetalLB CRD is installed while the operator runs.
+var upstreamCRDFiles = []string{
+	"machineconfiguration.openshift.io/kubeletconfigs.yaml",
+	"remediation.medik8s.io/nodehealthchecks.yaml",
+	"self-node-remediation.medik8s.io/selfnoderemediationtemplates.yaml",
+}
+
+// upstreamCRDs reads the CRDs of upstreamCRDFiles.
+func upstreamCRDs() []*apiextensionsv1.CustomResourceDefinition {
+	GinkgoHelper()
+	crds := make([]*apiextensionsv1.CustomResourceDefinition, 0, len(upstreamCRDFiles))
+	for _, f := range upstreamCRDFiles {
+		crd, err := testenv.ReadCRD(upstreamCRD(f))
+		Expect(err).NotTo(HaveOccurred())
+		crds = append(crds, crd)
+	}
+	return crds
+}
+
+// upstreamCRD is the path of an upstream CRD file, "<group>/<plural>.yaml".
+func upstreamCRD(file string) string {
+	return filepath.Join(testenv.UpstreamCRDs(), filepath.FromSlash(file))
+}
 
 // installRBAC writes the Namespace, ServiceAccount and RBAC objects of dist/install.yaml
 // (`make test-e2e` renders it first) to a file and returns its path.

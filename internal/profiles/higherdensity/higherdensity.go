@@ -16,14 +16,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
+	"github.com/kubevirt/virt-advisor-operator/internal/nodeconfig"
 	"github.com/kubevirt/virt-advisor-operator/internal/plan"
 	"github.com/kubevirt/virt-advisor-operator/internal/profiles"
 	"github.com/kubevirt/virt-advisor-operator/internal/targets"
 )
 
 const (
-	// SwapMachineConfigName is the MachineConfig that turns swap on for worker nodes.
-	SwapMachineConfigName = "90-worker-kubelet-swap"
+	// SwapMachineConfigName is the MachineConfig that turns swap on for worker nodes; the
+	// platform-baseline profile renders the same one, and the two co-own it.
+	SwapMachineConfigName = nodeconfig.SwapMachineConfigName
 
 	// ItemSwap and ItemHyperConverged name the plan items, in execution order: swap
 	// exists on the nodes before VM memory is overcommitted.

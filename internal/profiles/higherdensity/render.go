@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
+	"github.com/kubevirt/virt-advisor-operator/internal/nodeconfig"
 	"github.com/kubevirt/virt-advisor-operator/internal/plan"
 	"github.com/kubevirt/virt-advisor-operator/internal/targets"
 )
@@ -30,12 +31,9 @@ func RenderItems(o *advisorv1alpha1.VirtHigherDensityOptions, in Inputs) ([]plan
 func swapItem(label string) plan.Item {
 	return plan.Item{
 		Name:    ItemSwap,
-		Desired: swapMachineConfig(label),
+		Desired: nodeconfig.SwapMachineConfig(label),
 		Impact:  advisorv1alpha1.ImpactHigh,
-		Message: fmt.Sprintf("MachineConfig %s turns swap on for worker nodes from the partition labelled %s "+
-			"(/dev/disk/by-partlabel/%s, formatted with mkswap; a node without it boots with swap off) and lets the kubelet "+
-			"use it (memorySwap.swapBehavior LimitedSwap), keeping system services out of swap (system.slice MemorySwapMax=0); "+
-			"the Machine Config Operator reboots worker nodes one by one", SwapMachineConfigName, label, label),
+		Message: nodeconfig.SwapMessage(label),
 	}
 }
 

@@ -1,4 +1,8 @@
-package higherdensity
+// Package nodeconfig renders the MachineConfigs that change worker nodes: swap, kernel
+// arguments and kernel module options. Several profiles share them (virt-higher-density and
+// platform-baseline render the same swap MachineConfig, so the two co-own it), and the
+// Ignition validation tests check every one of them.
+package nodeconfig
 
 import (
 	"fmt"
@@ -6,14 +10,15 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
-	"github.com/kubevirt/virt-advisor-operator/internal/targets"
 )
 
 // The swap MachineConfig's Ignition config. Ignition 3.2.0 is the oldest spec every
 // supported OpenShift release accepts, and it has all this needs (files, units, drop-ins).
 const (
 	IgnitionVersion = "3.2.0"
+
+	// SwapMachineConfigName is the MachineConfig that turns swap on for worker nodes.
+	SwapMachineConfigName = "90-worker-kubelet-swap"
 
 	// KubeletDropInPath is the kubelet configuration drop-in that allows swap. OpenShift
 	// starts the kubelet with --config-dir=/etc/openshift/kubelet.conf.d.
@@ -86,13 +91,15 @@ func SwapIgnition(label string) map[string]any {
 	}
 }
 
-// swapMachineConfig is the desired swap MachineConfig for the worker pool.
-func swapMachineConfig(label string) *unstructured.Unstructured {
-	mc := &unstructured.Unstructured{Object: map[string]any{
-		"spec": map[string]any{"config": SwapIgnition(label)},
-	}}
-	mc.SetGroupVersionKind(targets.MachineConfig.GVK)
-	mc.SetName(SwapMachineConfigName)
-	mc.SetLabels(map[string]string{"machineconfiguration.openshift.io/role": "worker"})
-	return mc
+// SwapMachineConfig is the desired swap MachineConfig for the worker pool.
+func SwapMachineConfig(label string) *unstructured.Unstructured {
+	return workerMachineConfig(SwapMachineConfigName, map[string]any{"config": SwapIgnition(label)})
+}
+
+// SwapMessage says what the swap MachineConfig does, for the item that applies it.
+func SwapMessage(label string) string {
+	return fmt.Sprintf("MachineConfig %s turns swap on for worker nodes from the partition labelled %s "+
+		"(/dev/disk/by-partlabel/%s, formatted with mkswap; a node without it boots with swap off) and lets the kubelet "+
+		"use it (memorySwap.swapBehavior LimitedSwap), keeping system services out of swap (system.slice MemorySwapMax=0); "+
+		"the Machine Config Operator reboots worker nodes one by one", SwapMachineConfigName, label, label)
 }

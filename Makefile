@@ -48,16 +48,26 @@ verify: manifests generate build-installer ## Fail if generated files (CRD, RBAC
 		git --no-pager diff --stat -- api config dist; exit 1; fi
 
 .PHONY: test
-test: verify vet lint test-alerts envtest test-unit test-install test-e2e demo-check ## Run everything CI runs: verify, vet, lint, alert rules, unit + envtest suites, e2e, and the demo.
+test: verify vet lint test-alerts envtest test-unit test-install test-e2e test-faults test-guide demo-check ## Run everything CI runs: verify, vet, lint, alert rules, unit + envtest suites, e2e, the fault tests, the user guide, and the demo.
 
 .PHONY: test-unit
 test-unit: envtest ## Run the unit and envtest suites (real kube-apiserver + etcd).
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test $$(go list ./... | grep -v -e /test/e2e -e /test/install) -count=1 -timeout 20m
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test $$(go list ./... | grep -v -e /test/e2e -e /test/install -e /test/faults -e /test/guide) -count=1 -timeout 20m
 
 .PHONY: test-e2e
 test-e2e: envtest build build-installer ## Run the end-to-end test: the manager binary against a local control plane, driven by kubectl.
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" MANAGER_BINARY="$(CURDIR)/bin/manager" \
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" MANAGER_BINARY="$(CURDIR)/bin/manager" PLUGIN_BINARY="$(CURDIR)/bin/kubectl-virt_advisor" \
 		go test ./test/e2e/ -count=1 -timeout 15m -v -ginkgo.v
+
+.PHONY: test-guide
+test-guide: envtest build ## Run every command of the user guide (docs/guide) against the manager binary on a local control plane.
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" MANAGER_BINARY="$(CURDIR)/bin/manager" \
+		go test ./test/guide/ -count=1 -timeout 10m -v
+
+.PHONY: test-faults
+test-faults: envtest build ## Run the fault tests: the manager binary killed, the API server restarted, 409s, a lost leader, deletions.
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" MANAGER_BINARY="$(CURDIR)/bin/manager" \
+		go test ./test/faults/ -count=1 -timeout 10m -v -ginkgo.v
 
 .PHONY: test-install
 test-install: envtest helm build-installer build ## Install the chart and dist/install.yaml on a local control plane with the real helm and kubectl; scrape the metrics with tokens.
@@ -109,8 +119,27 @@ test-alerts: promtool ## Check the alerting rules with promtool, run their unit 
 ##@ Build
 
 .PHONY: build
-build: ## Build the manager binary into bin/manager.
+build: ## Build the manager binary into bin/manager and the kubectl plugin into bin/kubectl-virt_advisor.
 	go build -ldflags "$(LDFLAGS)" -o bin/manager ./cmd
+	go build -ldflags "$(LDFLAGS)" -o bin/kubectl-virt_advisor ./cmd/kubectl-virt_advisor
+
+# The platforms of the kubectl plugin's release archives (dist/krew/virt-advisor.yaml lists them).
+KREW_PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+
+.PHONY: krew-manifest
+krew-manifest: ## Build the kubectl plugin's release archives into bin/krew/ and write bin/krew/virt-advisor.yaml for VERSION.
+	rm -rf bin/krew && mkdir -p bin/krew
+	sed '/^#/d' dist/krew/virt-advisor.yaml > bin/krew/virt-advisor.yaml
+	sed -i 's|$${VERSION}|$(VERSION)|g' bin/krew/virt-advisor.yaml
+	for platform in $(KREW_PLATFORMS); do \
+		os=$${platform%/*}; arch=$${platform#*/}; dir=bin/krew/$$os-$$arch; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $$dir/kubectl-virt_advisor ./cmd/kubectl-virt_advisor; \
+		archive=bin/krew/kubectl-virt_advisor_$(VERSION)_$${os}_$${arch}.tar.gz; \
+		tar -C $$dir -czf $$archive kubectl-virt_advisor; \
+		sum=$$(sha256sum $$archive | cut -d' ' -f1); \
+		sed -i "s|\$${SHA256_$${os^^}_$${arch^^}}|$$sum|" bin/krew/virt-advisor.yaml; \
+	done
+	@echo "bin/krew/virt-advisor.yaml and its archives are ready to publish"
 
 .PHONY: run
 run: manifests generate ## Run the manager against the cluster of the current kubeconfig.

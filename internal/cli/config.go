@@ -1,0 +1,107 @@
+package cli
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
+)
+
+// noChanges is the diff of an item whose target already matches the plan.
+const noChanges = "(no changes)"
+
+// primaryConditionType is the condition that carries the reason and message of a phase.
+func primaryConditionType(p advisorv1alpha1.Phase) string {
+	switch p {
+	case advisorv1alpha1.PhaseDrafting:
+		return advisorv1alpha1.ConditionDrafting
+	case advisorv1alpha1.PhaseReviewRequired:
+		return advisorv1alpha1.ConditionReviewRequired
+	case advisorv1alpha1.PhaseInProgress:
+		return advisorv1alpha1.ConditionInProgress
+	case advisorv1alpha1.PhaseCompleted, advisorv1alpha1.PhaseCompletedWithErrors:
+		return advisorv1alpha1.ConditionCompleted
+	case advisorv1alpha1.PhaseCompletedWithUpgrade:
+		return advisorv1alpha1.ConditionUpgradeAvailable
+	case advisorv1alpha1.PhaseDrifted:
+		return advisorv1alpha1.ConditionDrifted
+	case advisorv1alpha1.PhaseFailed:
+		return advisorv1alpha1.ConditionFailed
+	case advisorv1alpha1.PhasePrerequisiteFailed:
+		return advisorv1alpha1.ConditionPrerequisiteFailed
+	case advisorv1alpha1.PhaseIgnored:
+		return advisorv1alpha1.ConditionIgnored
+	}
+	return ""
+}
+
+// activeCondition is the True condition that explains the phase: the phase's own condition,
+// else the first True one.
+func activeCondition(vpc *advisorv1alpha1.VirtPlatformConfig) *metav1.Condition {
+	if t := primaryConditionType(vpc.Status.Phase); t != "" {
+		if c := meta.FindStatusCondition(vpc.Status.Conditions, t); c != nil && c.Status == metav1.ConditionTrue {
+			return c
+		}
+	}
+	for i := range vpc.Status.Conditions {
+		if c := &vpc.Status.Conditions[i]; c.Status == metav1.ConditionTrue && c.Type != advisorv1alpha1.ConditionReady {
+			return c
+		}
+	}
+	return nil
+}
+
+func reasonAndMessage(vpc *advisorv1alpha1.VirtPlatformConfig) (string, string) {
+	if c := activeCondition(vpc); c != nil {
+		return c.Reason, c.Message
+	}
+	return "", ""
+}
+
+// itemCounts counts the completed items against the items that apply (all but Skipped).
+func itemCounts(items []advisorv1alpha1.PlanItem) (done, total int) {
+	for _, it := range items {
+		if it.State == advisorv1alpha1.ItemSkipped {
+			continue
+		}
+		total++
+		if it.State == advisorv1alpha1.ItemCompleted {
+			done++
+		}
+	}
+	return done, total
+}
+
+// changes tells whether executing the item still writes to its target: it has a diff (or
+// hands back fields) and is in a state that will be applied.
+func changes(it advisorv1alpha1.PlanItem) bool {
+	switch it.State {
+	case advisorv1alpha1.ItemPending, advisorv1alpha1.ItemFailed, "":
+	default:
+		return false
+	}
+	if it.Action == advisorv1alpha1.ItemActionRelease {
+		return true
+	}
+	return it.Diff != "" && it.Diff != noChanges
+}
+
+// fresh tells whether the operator has acted on the latest spec.
+func fresh(vpc *advisorv1alpha1.VirtPlatformConfig) bool {
+	return vpc.Status.ObservedGeneration >= vpc.Generation
+}
+
+// approvalRequired tells whether a plan waits for an approval.
+func approvalRequired(vpc *advisorv1alpha1.VirtPlatformConfig) bool {
+	return vpc.Status.PlanHash != "" && vpc.Status.Approval != nil && vpc.Status.Approval.Required
+}
+
+func describeTarget(ref advisorv1alpha1.TargetReference) string {
+	name := ref.Name
+	if ref.Namespace != "" {
+		name = ref.Namespace + "/" + ref.Name
+	}
+	return fmt.Sprintf("%s %s (%s)", ref.Kind, name, ref.APIVersion)
+}

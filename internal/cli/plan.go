@@ -1,0 +1,231 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
+)
+
+// planView is what `plan` prints.
+type planView struct {
+	vpc *advisorv1alpha1.VirtPlatformConfig
+	// item limits the output to one item ("" for all).
+	item  string
+	color bool
+}
+
+// errNoPlan says why a config shows no plan, and what to do.
+func errNoPlan(vpc *advisorv1alpha1.VirtPlatformConfig) error {
+	name := vpc.Name
+	switch {
+	case vpc.Spec.Action == advisorv1alpha1.ActionIgnore || vpc.Status.Phase == advisorv1alpha1.PhaseIgnored:
+		return fmt.Errorf("%s is Ignored (spec.action Ignore): it has no plan. Draft one with: kubectl %s dry-run %s",
+			name, PluginName, name)
+	case vpc.Status.Phase == advisorv1alpha1.PhasePrerequisiteFailed || vpc.Status.Phase == advisorv1alpha1.PhaseFailed:
+		_, msg := reasonAndMessage(vpc)
+		return fmt.Errorf("%s has no plan: it is %s: %s", name, vpc.Status.Phase, msg)
+	}
+	return fmt.Errorf("%s has no plan yet (phase %s): the operator is drafting it. Wait for it with: kubectl %s wait %s --for=ReviewRequired",
+		name, orDash(string(vpc.Status.Phase)), PluginName, name)
+}
+
+// selectedItems returns the items to show and their positions (1-based) in the plan.
+func (v planView) selectedItems() ([]advisorv1alpha1.PlanItem, []int, error) {
+	items := v.vpc.Status.Items
+	if v.item == "" {
+		pos := make([]int, len(items))
+		for i := range items {
+			pos[i] = i + 1
+		}
+		return items, pos, nil
+	}
+	names := make([]string, 0, len(items))
+	for i, it := range items {
+		if it.Name == v.item {
+			return []advisorv1alpha1.PlanItem{it}, []int{i + 1}, nil
+		}
+		names = append(names, it.Name)
+	}
+	return nil, nil, fmt.Errorf("the plan of %s has no item %q; its items: %s", v.vpc.Name, v.item, strings.Join(names, ", "))
+}
+
+// render writes the plan and returns whether it changes something (the exit code).
+func (v planView) render(w io.Writer) (int, error) {
+	vpc := v.vpc
+	if vpc.Status.PlanHash == "" {
+		return ExitError, errNoPlan(vpc)
+	}
+	items, pos, err := v.selectedItems()
+	if err != nil {
+		return ExitError, err
+	}
+	p := painter{on: v.color}
+	var b strings.Builder
+	reason, message := reasonAndMessage(vpc)
+	b.WriteString(p.bold(fmt.Sprintf("Plan of %s: phase %s, action %s, impact %s", vpc.Name,
+		orDash(string(vpc.Status.Phase)), orDash(string(vpc.Spec.Action)), orDash(string(vpc.Status.ImpactSeverity)))) + "\n")
+	if reason != "" {
+		fmt.Fprintf(&b, "%s: %s\n", reason, sanitize(message))
+	}
+	changing := 0
+	for i, it := range items {
+		if changes(it) {
+			changing++
+		}
+		b.WriteString("\n")
+		v.renderItem(&b, p, it, pos[i], len(vpc.Status.Items))
+	}
+	b.WriteString("\n")
+	b.WriteString(p.bold("Plan hash: "+vpc.Status.PlanHash) + "\n")
+	switch {
+	case changing == 0 && v.item != "":
+		fmt.Fprintf(&b, "Item %s changes nothing.\n", v.item)
+	case changing == 0:
+		b.WriteString("This plan changes nothing.\n")
+	case approvalRequired(vpc):
+		fmt.Fprintf(&b, "%d item(s) change their target. To approve exactly this plan:\n  kubectl %s approve %s --hash %s\n",
+			changing, PluginName, vpc.Name, vpc.Status.PlanHash)
+	default:
+		fmt.Fprintf(&b, "%d item(s) still change their target. Follow the rollout with: kubectl %s wait %s --for=Completed\n",
+			changing, PluginName, vpc.Name)
+	}
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return ExitError, err
+	}
+	if changing > 0 {
+		return ExitChanges, nil
+	}
+	return ExitOK, nil
+}
+
+func (v planView) renderItem(b *strings.Builder, p painter, it advisorv1alpha1.PlanItem, pos, total int) {
+	header := fmt.Sprintf("Item %d/%d: %s", pos, total, it.Name)
+	if it.Action == advisorv1alpha1.ItemActionRelease {
+		header += " (release)"
+	}
+	b.WriteString(p.bold(header) + "\n")
+	fmt.Fprintf(b, "  state:   %s\n", orDash(string(it.State)))
+	fmt.Fprintf(b, "  impact:  %s\n", orDash(string(it.ImpactSeverity)))
+	fmt.Fprintf(b, "  target:  %s\n", sanitize(describeTarget(it.TargetRef)))
+	if it.Message != "" {
+		fmt.Fprintf(b, "  message: %s\n", sanitize(it.Message))
+	}
+	for _, c := range it.Conflicts {
+		fmt.Fprintf(b, "  conflict: %s is owned by %s with %s; the plan sets %s\n",
+			sanitize(c.Path), sanitize(c.Manager), orDash(sanitize(c.LiveValue)), orDash(sanitize(c.PlannedValue)))
+	}
+	switch {
+	case it.State == advisorv1alpha1.ItemSkipped:
+	case it.Diff == "" || it.Diff == noChanges:
+		b.WriteString("  (no changes)\n")
+	default:
+		if it.State == advisorv1alpha1.ItemCompleted || it.State == advisorv1alpha1.ItemInProgress {
+			b.WriteString("  applied, with this change:\n")
+		}
+		d := p.diff(sanitize(it.Diff))
+		b.WriteString(d)
+		if !strings.HasSuffix(d, "\n") {
+			b.WriteString("\n")
+		}
+	}
+}
+
+// sanitize shows control characters other than newline and tab as escapes, so text from
+// the cluster cannot drive the terminal.
+func sanitize(s string) string {
+	clean := true
+	for _, r := range s {
+		if isControl(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if isControl(r) {
+			if r < utf8.RuneSelf {
+				fmt.Fprintf(&b, `\x%02x`, r)
+			} else {
+				fmt.Fprintf(&b, `\u%04x`, r)
+			}
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+func isControl(r rune) bool {
+	return (r < 0x20 && r != '\n' && r != '\t') || (r >= 0x7f && r <= 0x9f)
+}
+
+func (o *Options) isTerminal() bool {
+	if o.IsTerminal != nil {
+		return o.IsTerminal()
+	}
+	f, ok := o.Streams.Out.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+func (o *Options) getenv(key string) string {
+	if o.Getenv != nil {
+		return o.Getenv(key)
+	}
+	return os.Getenv(key)
+}
+
+func newPlanCommand(o *Options) *cobra.Command {
+	var color, item string
+	cmd := &cobra.Command{
+		Use:   "plan PROFILE",
+		Short: "Show the plan of a profile: each item's impact, message, target and diff, and the plan hash",
+		Long: `Show the plan of a profile: each item with its state, impact, target, message, conflicts
+with other field managers and its unified diff (live object to the server-side-apply dry-run
+of what will be applied), followed by the plan hash that approve pins.
+
+Exit code: 0 when the plan changes nothing, 2 when it changes at least one target, 1 on error.`,
+		Example: `  kubectl virt-advisor plan load-aware-rebalancing
+  kubectl virt-advisor plan load-aware-rebalancing --item enable-psi-metrics --color=always | less -R`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			on, err := useColor(color, o.isTerminal(), o.getenv)
+			if err != nil {
+				return err
+			}
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			vpc, err := getConfig(cmd.Context(), c, args[0])
+			if err != nil {
+				return err
+			}
+			if !fresh(vpc) {
+				_, _ = fmt.Fprintf(o.Streams.ErrOut, "Note: the operator has not acted on the latest spec of %s yet "+
+					"(generation %d, observed %d): the plan shown may be replaced.\n", vpc.Name, vpc.Generation, vpc.Status.ObservedGeneration)
+			}
+			code, err := planView{vpc: vpc, item: item, color: on}.render(o.Streams.Out)
+			if err != nil {
+				return err
+			}
+			if code != ExitOK {
+				return &ExitCodeError{Code: code}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&color, "color", ColorAuto,
+		"Color the diffs: auto (when stdout is a terminal and NO_COLOR is unset), always or never.")
+	cmd.Flags().StringVar(&item, "item", "", "Show only the item with this name.")
+	return cmd
+}

@@ -1,0 +1,132 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"sigs.k8s.io/yaml"
+
+	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
+)
+
+// StatusRow is one VirtPlatformConfig in `status -o json|yaml`. The field names are stable.
+type StatusRow struct {
+	Name             string    `json:"name"`
+	Profile          string    `json:"profile"`
+	Action           string    `json:"action"`
+	Phase            string    `json:"phase"`
+	Impact           string    `json:"impact"`
+	ItemsCompleted   int       `json:"itemsCompleted"`
+	ItemsTotal       int       `json:"itemsTotal"`
+	Reason           string    `json:"reason"`
+	Message          string    `json:"message"`
+	PlanHash         string    `json:"planHash"`
+	ApprovalRequired bool      `json:"approvalRequired"`
+	Age              string    `json:"age"`
+	Created          time.Time `json:"created"`
+}
+
+func statusRow(vpc *advisorv1alpha1.VirtPlatformConfig, now time.Time) StatusRow {
+	done, total := itemCounts(vpc.Status.Items)
+	reason, message := reasonAndMessage(vpc)
+	return StatusRow{
+		Name:             vpc.Name,
+		Profile:          string(vpc.Spec.Profile),
+		Action:           string(vpc.Spec.Action),
+		Phase:            string(vpc.Status.Phase),
+		Impact:           string(vpc.Status.ImpactSeverity),
+		ItemsCompleted:   done,
+		ItemsTotal:       total,
+		Reason:           reason,
+		Message:          message,
+		PlanHash:         vpc.Status.PlanHash,
+		ApprovalRequired: approvalRequired(vpc),
+		Age:              duration.HumanDuration(now.Sub(vpc.CreationTimestamp.Time)),
+		Created:          vpc.CreationTimestamp.UTC(),
+	}
+}
+
+// statusRows are the rows of the configs, sorted by name.
+func statusRows(items []advisorv1alpha1.VirtPlatformConfig, now time.Time) []StatusRow {
+	rows := make([]StatusRow, 0, len(items))
+	for i := range items {
+		rows = append(rows, statusRow(&items[i], now))
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i].Name < rows[j].Name })
+	return rows
+}
+
+// writeStatus prints rows as a table, JSON or YAML.
+func writeStatus(w io.Writer, rows []StatusRow, output string) error {
+	switch output {
+	case "json":
+		data, err := json.MarshalIndent(rows, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(w, string(data))
+		return err
+	case "yaml":
+		data, err := yaml.Marshal(rows)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(data)
+		return err
+	case "", "table", "wide":
+	default:
+		return fmt.Errorf("unknown output format %q: use json, yaml or leave -o out for a table", output)
+	}
+	if len(rows) == 0 {
+		_, err := fmt.Fprintln(w, "No VirtPlatformConfigs found. Is the virt-advisor-operator running? It creates one per profile: "+
+			profileList())
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
+	_, _ = fmt.Fprintln(tw, "PROFILE\tACTION\tPHASE\tIMPACT\tITEMS\tREASON\tAGE")
+	for _, r := range rows {
+		_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", r.Name, orDash(r.Action), orDash(r.Phase), orDash(r.Impact),
+			r.ItemsCompleted, r.ItemsTotal, orDash(r.Reason), r.Age)
+	}
+	return tw.Flush()
+}
+
+func newStatusCommand(o *Options) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "status [PROFILE]",
+		Short: "List every VirtPlatformConfig with its phase, impact, items done and the reason of its state",
+		Example: `  kubectl virt-advisor status
+  kubectl virt-advisor status load-aware-rebalancing -o json`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			var items []advisorv1alpha1.VirtPlatformConfig
+			if len(args) == 1 {
+				vpc, err := getConfig(cmd.Context(), c, args[0])
+				if err != nil {
+					return err
+				}
+				items = append(items, *vpc)
+			} else {
+				list := &advisorv1alpha1.VirtPlatformConfigList{}
+				if err := c.List(cmd.Context(), list); err != nil {
+					return explain(err)
+				}
+				items = list.Items
+			}
+			return writeStatus(o.Streams.Out, statusRows(items, o.now()), output)
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "", "Output format: json or yaml (a list of objects) instead of a table.")
+	return cmd
+}

@@ -1,0 +1,376 @@
+// Package guide runs the user guide in docs/guide: every command a reader would run is in a
+// fenced block marked "sh test", and this test runs them, page after page in pageOrder, on a
+// local control plane (a real kube-apiserver and etcd) with the operator running.
+//
+// How the blocks run:
+//
+//   - Each block runs on its own, `bash -euo pipefail -c '<block>'`, in order: a failing
+//     command fails its block, and a failing block fails the test with the page, the block's
+//     number and line, its text, its output and the end of the operator's log. The pages
+//     after it are not run, since each page starts from the state the earlier ones left.
+//   - Blocks share state through the cluster only: no shell variables carry over from one
+//     block to the next (a block that needs a plan hash reads it itself), and no block writes
+//     files, so a reader can run any block of a page as it stands.
+//   - The working directory is the repository root (config/samples/... paths work). PATH
+//     starts with the control plane's kubectl, then hack/ (simulate-pool-rollout.sh), then
+//     bin/ (the kubectl plugin `kubectl virt-advisor`, built by `make build`). KUBECONFIG is
+//     the administrator's; HOME and TMPDIR are the test's own.
+//   - Blocks wait with `kubectl wait --for=... --timeout=...`, never with sleep, and where a
+//     real cluster's Machine Config Operator would roll a MachineConfigPool out, the page says
+//     so and plays it with hack/simulate-pool-rollout.sh.
+//
+// The control plane is the one `make test-e2e` uses: this project's CRD, MachineConfig,
+// MachineConfigPool, HyperConverged, the 4.20 KubeDescheduler, and the upstream CRDs of
+// KubeletConfig, NodeHealthCheck and SelfNodeRemediationTemplate (testenv.UpstreamCRDs),
+// plus prometheus-operator's PrometheusRule and ServiceMonitor. The operator is the manager
+// binary (MANAGER_BINARY), running as its ServiceAccount with exactly the RBAC of
+// dist/install.yaml; the control plane has no nodes to run its Deployment on.
+//
+// A shell block that cannot run there (installing into a real cluster, for instance) is a
+// plain "sh" block listed in untestedBlocks with the reason; TestGuidePages fails on any
+// other shell block that is not marked "sh test".
+package guide
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubevirt/virt-advisor-operator/internal/testenv"
+	"github.com/kubevirt/virt-advisor-operator/test/satoken"
+)
+
+// pageOrder is the order the pages run in; every page of docs/guide is listed.
+var pageOrder = []string{
+	"README.md",
+	"getting-started.md",
+	"load-aware-rebalancing.md",
+	"virt-higher-density.md",
+	"platform-baseline.md",
+	"approvals.md",
+	"drift.md",
+	"annotations.md",
+	"alerts.md",
+	"troubleshooting.md",
+	"uninstall.md",
+}
+
+// untested is a shell block the test deliberately does not run, and why.
+type untested struct {
+	// text is the block's exact content.
+	text string
+	// reason says why it cannot run on the test control plane.
+	reason string
+}
+
+// noNodes is why installing the operator cannot run here.
+const noNodes = "installs the operator's Deployment, which needs a cluster that runs pods; the test " +
+	"control plane has no nodes, so the test runs the manager binary with the ServiceAccount and RBAC " +
+	"of dist/install.yaml instead"
+
+// untestedBlocks are the shell blocks of each page that are not run, by page.
+var untestedBlocks = map[string][]untested{
+	"getting-started.md": {
+		{text: `helm install virt-advisor-operator dist/chart \
+  --namespace virt-advisor-operator-system --create-namespace --set image.tag=<tag>
+kubectl label namespace virt-advisor-operator-system pod-security.kubernetes.io/enforce=restricted`,
+			reason: noNodes + "; make test-install installs the chart on a control plane"},
+		{text: `kubectl apply --server-side -f dist/install.yaml
+kubectl -n virt-advisor-operator-system rollout status deployment/virt-advisor-operator-controller-manager --timeout=5m`,
+			reason: noNodes + "; make test-install applies dist/install.yaml on a control plane"},
+		{text: `make envtest build controlplane
+export KUBECONFIG=/tmp/virt-advisor.kubeconfig PATH="$(make -s envtest):$PWD/hack:$PWD/bin:$PATH"
+bin/controlplane --write-kubeconfig "$KUBECONFIG" &
+until kubectl get namespace default >/dev/null 2>&1; do sleep 1; done
+kubectl create namespace virt-advisor-operator-system
+bin/manager --namespace=virt-advisor-operator-system --metrics-bind-address=0 --health-probe-bind-address=0 &`,
+			reason: "starts the local control plane and the operator this test itself provides"},
+	},
+	"alerts.md": {
+		{text: `helm upgrade virt-advisor-operator dist/chart --namespace virt-advisor-operator-system --reuse-values \
+  --set serviceMonitor.enabled=true --set prometheusRule.enabled=true \
+  --set serviceMonitor.labels.release=kube-prometheus-stack --set prometheusRule.labels.release=kube-prometheus-stack`,
+			reason: "upgrades a Helm release, and the operator here was not installed with Helm (" + noNodes +
+				"); make test-install renders and installs the chart's PrometheusRule and ServiceMonitor"},
+	},
+	"troubleshooting.md": {
+		{text: `kubectl logs -n virt-advisor-operator-system deployment/virt-advisor-operator-controller-manager --tail=100`,
+			reason: "reads the log of the operator's pod; the test control plane runs no pods, and the test " +
+				"prints the manager binary's log when a block fails"},
+	},
+	"uninstall.md": {
+		{text: `helm uninstall virt-advisor-operator --namespace virt-advisor-operator-system`,
+			reason: "uninstalls a Helm release, and the operator here was not installed with Helm; " +
+				"make test-install installs, upgrades and uninstalls the chart"},
+		{text: `kubectl delete --ignore-not-found -f dist/install.yaml`,
+			reason: "deletes the operator's namespace, which the test control plane cannot finish deleting (it " +
+				"runs no namespace controller), and the Deployment the test never ran; make test-install " +
+				"deletes dist/install.yaml on a control plane"},
+	},
+}
+
+// The operator's namespace and ServiceAccount in dist/install.yaml.
+const (
+	operatorNamespace     = "virt-advisor-operator-system"
+	managerServiceAccount = "virt-advisor-operator-controller-manager"
+)
+
+// blockTimeout bounds one block; its kubectl waits have their own, shorter timeouts.
+const blockTimeout = 4 * time.Minute
+
+// upstreamCRDFiles are the real CRDs, under testenv.UpstreamCRDs(), of the operators the
+// control plane has besides the base ones. The Migration Toolkit for Virtualization and
+// MetalLB are not installed, so their platform-baseline items are Skipped.
+var upstreamCRDFiles = []string{
+	"machineconfiguration.openshift.io/kubeletconfigs.yaml",
+	"remediation.medik8s.io/nodehealthchecks.yaml",
+	"self-node-remediation.medik8s.io/selfnoderemediationtemplates.yaml",
+}
+
+// TestGuide runs every "sh test" block of the guide against the operator.
+func TestGuide(t *testing.T) {
+	managerBin := os.Getenv("MANAGER_BINARY")
+	if managerBin == "" {
+		t.Fatal("set MANAGER_BINARY to the manager binary (make test-guide builds it)")
+	}
+	pages := make([]page, 0, len(pageOrder))
+	for _, name := range pageOrder {
+		p, err := readPage(name)
+		if err != nil {
+			t.Fatalf("%v", err)
+		}
+		pages = append(pages, p)
+	}
+
+	cp := startControlPlane(t, managerBin)
+
+	blocks, pagesRun, untestedRun := 0, 0, 0
+	for _, p := range pages {
+		ok := t.Run(strings.TrimSuffix(p.name, ".md"), func(t *testing.T) {
+			pagesRun++
+			untestedRun += len(untestedBlocks[p.name])
+			for i, b := range p.blocks {
+				if !b.tested() {
+					continue
+				}
+				blocks++
+				cp.runBlock(t, p, i, b)
+			}
+		})
+		if !ok {
+			t.Fatalf("stopped after docs/guide/%s: the pages after it start from the state it leaves", p.name)
+		}
+	}
+	t.Logf("ran %d blocks of %d pages; %d shell blocks of those pages are deliberately untested (untestedBlocks)",
+		blocks, pagesRun, untestedRun)
+}
+
+// controlPlane is the running control plane and operator the blocks talk to.
+type controlPlane struct {
+	// env is what every block runs with.
+	env []string
+	// managerLog is the operator's log file.
+	managerLog string
+}
+
+// startControlPlane starts the control plane and the operator; both stop when t ends.
+func startControlPlane(t *testing.T, managerBin string) *controlPlane {
+	t.Helper()
+	env, err := testenv.New(testenv.OwnCRDs, testenv.BaseCRDs, testenv.DeschedulerCRDs("4.20"),
+		testenv.Path("test", "crds", "monitoring"))
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	for _, f := range upstreamCRDFiles {
+		crd, err := testenv.ReadCRD(filepath.Join(testenv.UpstreamCRDs(), filepath.FromSlash(f)))
+		if err != nil {
+			t.Fatalf("%v", err)
+		}
+		env.CRDs = append(env.CRDs, crd)
+	}
+	if _, err := env.Start(); err != nil {
+		t.Fatalf("start the control plane: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Errorf("stop the control plane: %v", err)
+		}
+	})
+
+	work := t.TempDir()
+	kubeconfig := filepath.Join(work, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, env.KubeConfig, 0o600); err != nil {
+		t.Fatalf("%v", err)
+	}
+	for _, dir := range []string{"home", "tmp"} {
+		if err := os.Mkdir(filepath.Join(work, dir), 0o700); err != nil {
+			t.Fatalf("%v", err)
+		}
+	}
+	cp := &controlPlane{env: blockEnv(kubeconfig, work), managerLog: filepath.Join(work, "manager.log")}
+
+	// The operator runs on the credentials it has in a cluster: a token of its
+	// ServiceAccount, bound by exactly the RBAC of dist/install.yaml (which also creates its
+	// namespace).
+	rbac := filepath.Join(work, "install-rbac.yaml")
+	if err := os.WriteFile(rbac, installRBAC(t), 0o600); err != nil {
+		t.Fatalf("%v", err)
+	}
+	if out, err := cp.run(context.Background(), "kubectl", "apply", "--server-side", "-f", rbac); err != nil {
+		t.Fatalf("apply the RBAC of dist/install.yaml: %v\n%s", err, out)
+	}
+	managerKubeconfig := filepath.Join(work, "manager-kubeconfig")
+	if err := satoken.WriteKubeconfig(context.Background(), env.Config, operatorNamespace,
+		managerServiceAccount, managerKubeconfig); err != nil {
+		t.Fatalf("%v", err)
+	}
+	logFile, err := os.Create(cp.managerLog)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	manager := exec.Command(managerBin,
+		"--leader-elect", "--namespace="+operatorNamespace,
+		"--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:0", "--health-poll-interval=1s")
+	manager.Env = append(os.Environ(), "KUBECONFIG="+managerKubeconfig)
+	manager.Stdout, manager.Stderr = logFile, logFile
+	if err := manager.Start(); err != nil {
+		t.Fatalf("start %s: %v", managerBin, err)
+	}
+	// Registered after the control plane's cleanup, so it runs before it.
+	t.Cleanup(func() {
+		stopManager(t, manager)
+		_ = logFile.Close()
+		data, err := os.ReadFile(cp.managerLog)
+		if err != nil {
+			t.Errorf("%v", err)
+			return
+		}
+		if strings.Contains(string(data), `is forbidden: User \"system:serviceaccount:`) ||
+			strings.Contains(string(data), `is forbidden: User "system:serviceaccount:`) {
+			t.Errorf("the API server denied the operator a request the guide needs: dist/install.yaml lacks a permission\n%s",
+				tail(string(data), 40))
+		}
+	})
+	return cp
+}
+
+// stopManager interrupts the manager and kills it if it does not stop in time.
+func stopManager(t *testing.T, manager *exec.Cmd) {
+	t.Helper()
+	_ = manager.Process.Signal(os.Interrupt)
+	done := make(chan struct{})
+	go func() { _ = manager.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		_ = manager.Process.Kill()
+		<-done
+	}
+}
+
+// blockEnv is the environment of every block: the administrator's kubeconfig, the control
+// plane's kubectl first on PATH, then hack/ and bin/, and a HOME and TMPDIR of the test's own.
+func blockEnv(kubeconfig, work string) []string {
+	path := strings.Join([]string{
+		os.Getenv("KUBEBUILDER_ASSETS"), testenv.Path("hack"), testenv.Path("bin"), os.Getenv("PATH"),
+	}, string(os.PathListSeparator))
+	replaced := map[string]string{
+		"KUBECONFIG": kubeconfig,
+		"PATH":       path,
+		"HOME":       filepath.Join(work, "home"),
+		"TMPDIR":     filepath.Join(work, "tmp"),
+	}
+	env := make([]string, 0, len(os.Environ())+len(replaced))
+	for _, kv := range os.Environ() {
+		key, _, _ := strings.Cut(kv, "=")
+		// KUBECTL would make hack/ scripts use another kubectl than the one on PATH.
+		if _, ok := replaced[key]; ok || key == "KUBECTL" {
+			continue
+		}
+		env = append(env, kv)
+	}
+	for key, value := range replaced {
+		env = append(env, key+"="+value)
+	}
+	return env
+}
+
+// run runs a command with the blocks' environment in the repository root and returns its
+// combined output.
+func (cp *controlPlane) run(ctx context.Context, name string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = testenv.RepoRoot()
+	cmd.Env = cp.env
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	// A process a block leaves behind must not keep the test waiting for its output.
+	cmd.WaitDelay = 5 * time.Second
+	err := cmd.Run()
+	return out.String(), err
+}
+
+// runBlock runs block i of page p and fails t with everything needed to see why.
+func (cp *controlPlane) runBlock(t *testing.T, p page, i int, b block) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), blockTimeout)
+	defer cancel()
+	start := time.Now()
+	out, err := cp.run(ctx, "bash", "-euo", "pipefail", "-c", b.text)
+	where := fmt.Sprintf("docs/guide/%s block %d (line %d)", p.name, i+1, b.line)
+	if err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w (timed out after %s)", err, blockTimeout)
+		}
+		managerLog, _ := os.ReadFile(cp.managerLog)
+		t.Fatalf("%s failed: %v\n--- block\n%s\n--- output\n%s\n--- operator log (last 40 lines)\n%s",
+			where, err, b.text, out, tail(string(managerLog), 40))
+	}
+	t.Logf("%s (%s)\n$ %s\n%s", where, time.Since(start).Round(100*time.Millisecond),
+		strings.ReplaceAll(b.text, "\n", "\n$ "), out)
+}
+
+// installRBAC returns the Namespace, ServiceAccount and RBAC objects of dist/install.yaml.
+func installRBAC(t *testing.T) []byte {
+	t.Helper()
+	data, err := os.ReadFile(testenv.Path("dist", "install.yaml"))
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	rbacKinds := map[string]bool{
+		"Namespace": true, "ServiceAccount": true,
+		"Role": true, "ClusterRole": true, "RoleBinding": true, "ClusterRoleBinding": true,
+	}
+	var docs []string
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		var meta struct {
+			Kind string `json:"kind"`
+		}
+		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
+			t.Fatalf("dist/install.yaml: %v", err)
+		}
+		if rbacKinds[meta.Kind] {
+			docs = append(docs, doc)
+		}
+	}
+	if len(docs) == 0 {
+		t.Fatal("dist/install.yaml holds no RBAC")
+	}
+	return []byte(strings.Join(docs, "\n---\n"))
+}
+
+// tail is the last n lines of s.
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

@@ -190,6 +190,11 @@ func (r *VirtPlatformConfigReconciler) review(ctx context.Context, s *scope, cau
 		for i, it := range st.Items {
 			if it.State == advisorv1alpha1.ItemPending {
 				s.setItemState(i, advisorv1alpha1.ItemCompleted, it.Message)
+				if it.Applied == nil {
+					// Already as planned and owned by the profile: watched for drift as if
+					// applied now.
+					st.Items[i].Applied = plan.InSyncRecord(it)
+				}
 			}
 		}
 		s.noApprovalNeeded()

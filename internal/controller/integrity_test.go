@@ -115,6 +115,27 @@ var _ = Describe("What is applied is what was approved", func() {
 			g.Expect(vpc.Status.Phase).To(Equal(advisorv1alpha1.PhaseCompleted), "conditions: %s; events: %v", describeConditions(vpc), eventReasons())
 		}).Should(Succeed())
 	})
+
+	It("keeps watching an item for drift when the plan that would release it is replaced by one with no changes", func() {
+		completedConfig(advisorv1alpha1.VirtPlatformConfigSpec{})
+		patchSpec(`{"action":"DryRun","options":{"loadAware":{"enablePSIMetrics":false}}}`)
+		vpc := waitPhase(advisorv1alpha1.PhaseReviewRequired)
+		Expect(item(vpc, loadaware.ItemPSI).Action).To(Equal(advisorv1alpha1.ItemActionRelease))
+
+		By("turning PSI back on before approving: every target is already as planned")
+		patchSpec(`{"options":{"loadAware":{"enablePSIMetrics":true}}}`)
+		vpc = waitPhase(advisorv1alpha1.PhaseCompleted)
+		Expect(conditionReason(vpc, "Completed")).To(Equal(advisorv1alpha1.ReasonNoChanges))
+		psi := item(vpc, loadaware.ItemPSI)
+		Expect(psi.Action).NotTo(Equal(advisorv1alpha1.ItemActionRelease))
+		Expect(psi.Applied).NotTo(BeNil(), "an item already as planned is recorded as applied")
+
+		By("an out-of-band change of the PSI MachineConfig is drift")
+		kubectl("patch", "machineconfig", loadaware.PSIMachineConfigName, "--type=merge", "-p", `{"spec":{"kernelArguments":["psi=0"]}}`)
+		drifted := waitPhase(advisorv1alpha1.PhaseDrifted)
+		Expect(item(drifted, loadaware.ItemPSI).State).To(Equal(advisorv1alpha1.ItemPending))
+		Expect(item(drifted, loadaware.ItemPSI).Diff).To(ContainSubstring("+  - psi=1"))
+	})
 })
 
 var _ = Describe("Pinned approvals", func() {

@@ -166,6 +166,17 @@ func rendersTo(rendered Item, profile string, live, desired *unstructured.Unstru
 	return jsonEqual(normalized(now, norms...), normalized(desired, norms...)), nil
 }
 
+// InSyncRecord is the record of an item whose draft found its target already as planned
+// and owned by the profile (diff NoChanges): what its apply would record without a write.
+// A plan that completes with no changes keeps watching those targets for drift through
+// it. nil for any other item.
+func InSyncRecord(item advisorv1alpha1.PlanItem) *advisorv1alpha1.AppliedRecord {
+	if item.Action == advisorv1alpha1.ItemActionRelease || item.Diff != NoChanges || item.TargetHash == "" {
+		return nil
+	}
+	return record(item, item.TargetHash)
+}
+
 func record(item advisorv1alpha1.PlanItem, hash string) *advisorv1alpha1.AppliedRecord {
 	return &advisorv1alpha1.AppliedRecord{Fields: append([]string(nil), item.ManagedFields...), Hash: hash}
 }

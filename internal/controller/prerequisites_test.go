@@ -32,10 +32,12 @@ var _ = Describe("Prerequisites", func() {
 		Expect(missing.Status.Items).To(BeEmpty())
 		Expect(eventReasons()).To(ContainElement("PrerequisiteFailed"))
 
-		By("installing the operator's CRD and its KubeDescheduler")
+		By("installing the operator's CRD: the approved plan proceeds, and creates the KubeDescheduler")
+		// No KubeDescheduler is created with the CRD: the operator drafts as soon as the CRD
+		// appears, so an administrator's KubeDescheduler created right after it would race
+		// with the plan's.
 		_, err := envtest.InstallCRDs(env.Config, envtest.CRDInstallOptions{Paths: []string{testenv.DeschedulerCRDs("4.20")}})
 		Expect(err).NotTo(HaveOccurred())
-		kubectl("apply", "-f", testenv.Path("config", "samples", "mock_baseline_resources.yaml"))
 
 		Eventually(itemState).WithArguments(loadaware.ItemPSI).Should(Equal(advisorv1alpha1.ItemInProgress))
 		Expect(managedByOperator(descheduler())).To(BeTrue())

@@ -23,7 +23,10 @@ const roleLabel = "machineconfiguration.openshift.io/role"
 // poolSim plays the Machine Config Operator for one MachineConfigPool, as
 // hack/simulate-pool-rollout.sh does: it renders the MachineConfigs the pool selects into
 // rendered-<pool>-<hash>, points the pool at it and reports every machine updated, i.e. a
-// roll-out that finishes at once.
+// roll-out that finishes at once. During a run the pool is reported Updated as soon as the
+// plan's MachineConfig exists, with no other write before it: the rendered MachineConfig
+// itself is only created for the baseline, before the manager starts, so the simulator adds
+// no delay of its own to the apply stage.
 type poolSim struct {
 	dyn      dynamic.Interface
 	pool     string
@@ -33,9 +36,10 @@ type poolSim struct {
 }
 
 // render brings the pool onto the rendered configuration of its current MachineConfigs
-// and reports it Updated. It writes nothing when those MachineConfigs (names and
-// resourceVersions) are the ones of the last render.
-func (s *poolSim) render(ctx context.Context) (bool, error) {
+// and reports it Updated; with createRendered it creates that rendered MachineConfig first.
+// It writes nothing when those MachineConfigs (names and resourceVersions) are the ones of
+// the last render.
+func (s *poolSim) render(ctx context.Context, createRendered bool) (bool, error) {
 	pools := s.dyn.Resource(mcpGVR)
 	pool, err := pools.Get(ctx, s.pool, metav1.GetOptions{})
 	if err != nil {
@@ -73,18 +77,20 @@ func (s *poolSim) render(ctx context.Context) (bool, error) {
 	}
 	rendered := "rendered-" + s.pool + "-" + fingerprint[:16]
 
-	renderedMC := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "machineconfiguration.openshift.io/v1",
-		"kind":       "MachineConfig",
-		"metadata":   map[string]any{"name": rendered, "labels": map[string]any{roleLabel: role}},
-		"spec": map[string]any{
-			"config":          map[string]any{"ignition": map[string]any{"version": "3.2.0"}},
-			"kernelArguments": kernelArgs,
-		},
-	}}
-	_, err = s.dyn.Resource(mcGVR).Create(ctx, renderedMC, metav1.CreateOptions{FieldManager: fieldManager})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return false, fmt.Errorf("create MachineConfig %s: %w", rendered, err)
+	if createRendered {
+		renderedMC := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "machineconfiguration.openshift.io/v1",
+			"kind":       "MachineConfig",
+			"metadata":   map[string]any{"name": rendered, "labels": map[string]any{roleLabel: role}},
+			"spec": map[string]any{
+				"config":          map[string]any{"ignition": map[string]any{"version": "3.2.0"}},
+				"kernelArguments": kernelArgs,
+			},
+		}}
+		_, err = s.dyn.Resource(mcGVR).Create(ctx, renderedMC, metav1.CreateOptions{FieldManager: fieldManager})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return false, fmt.Errorf("create MachineConfig %s: %w", rendered, err)
+		}
 	}
 
 	configuration := map[string]any{"name": rendered, "source": source}
@@ -155,7 +161,7 @@ func (s *poolSim) run(ctx context.Context, vpcName string) {
 			approved = s.planMachineConfigExists(ctx, vpcName)
 		}
 		if approved {
-			if changed, err := s.render(ctx); err != nil {
+			if changed, err := s.render(ctx, false); err != nil {
 				if ctx.Err() == nil {
 					logf("pool simulator: %v", err)
 				}

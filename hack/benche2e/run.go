@@ -64,7 +64,7 @@ func runOnce(ctx context.Context, opts *options, pc profileCase, n int) (res run
 		return res, err
 	}
 	sim := &poolSim{dyn: cp.dyn, pool: "worker", machines: 3}
-	if _, err := sim.render(ctx); err != nil {
+	if _, err := sim.render(ctx, true); err != nil {
 		return res, err
 	}
 	vpc, others, err := readSample(filepath.Join(opts.root, pc.sample))

@@ -39,7 +39,7 @@ type rendering struct {
 // render reads the prerequisites and renders the profile through one recorder, the reads a
 // draft makes, so a rendering and a draft record the same inputs.
 func (r *VirtPlatformConfigReconciler) render(ctx context.Context, s *scope) *rendering {
-	rec := plan.NewRecorder(r.APIReader)
+	rec := r.newRecorder(s)
 	missing, err := missingPrerequisites(ctx, rec, s.profile.Prerequisites(s.opts))
 	switch {
 	case err != nil:
@@ -76,7 +76,7 @@ func (r *VirtPlatformConfigReconciler) draft(ctx context.Context, s *scope, caus
 		return ctrl.Result{}, nil
 	}
 	if done == nil {
-		done = &rendering{rec: plan.NewRecorder(r.APIReader)}
+		done = &rendering{rec: r.newRecorder(s)}
 	}
 	missing, err := missingPrerequisites(ctx, done.rec, s.profile.Prerequisites(s.opts))
 	if err != nil {
@@ -96,7 +96,7 @@ func (r *VirtPlatformConfigReconciler) draft(ctx context.Context, s *scope, caus
 		}
 		return ctrl.Result{}, fmt.Errorf("render profile %s: %w", s.vpc.Spec.Profile, done.err)
 	}
-	p, err := r.Engine.Draft(ctx, plan.Request{
+	p, err := r.engine(s).Draft(ctx, plan.Request{
 		Profile: s.profileName(), Items: done.items, Recorder: done.rec,
 		Revision: st.PlanRevision + 1, Previous: st.Items,
 	})
@@ -279,7 +279,7 @@ func (r *VirtPlatformConfigReconciler) inputsChanged(ctx context.Context, s *sco
 	if hash == st.InputsHash {
 		return false, done, nil
 	}
-	same, err := r.Engine.RendersSame(ctx, done.rec, s.profileName(), done.items, st.Items)
+	same, err := r.engine(s).RendersSame(ctx, done.rec, s.profileName(), done.items, st.Items)
 	if err != nil {
 		return false, nil, err
 	}

@@ -101,7 +101,7 @@ func (r *VirtPlatformConfigReconciler) refreshDrift(ctx context.Context, s *scop
 		if it.Action == advisorv1alpha1.ItemActionRelease || (it.Applied == nil && it.ControlsHash == "") {
 			continue
 		}
-		ok, err := r.kindServed(ctx, it.TargetRef, served)
+		ok, err := r.kindServed(ctx, s, it.TargetRef, served)
 		if err != nil {
 			return d, err
 		}
@@ -109,7 +109,7 @@ func (r *VirtPlatformConfigReconciler) refreshDrift(ctx context.Context, s *scop
 		if !ok {
 			err = &meta.NoKindMatchError{GroupKind: targetKeyOf(it.TargetRef).groupKind()}
 		} else {
-			dc, err = r.Engine.CheckDrift(ctx, s.profileName(), it)
+			dc, err = r.engine(s).CheckDrift(ctx, s.profileName(), it)
 		}
 		if meta.IsNoMatchError(err) {
 			gk := targetKeyOf(it.TargetRef)
@@ -161,7 +161,7 @@ func (r *VirtPlatformConfigReconciler) refreshDrift(ctx context.Context, s *scop
 // kindServed tells, from its CRD, whether the cluster serves the version of a target's
 // kind: a cached discovery answer would still name a kind whose CRD was just deleted.
 // Kinds outside the third-party registry are assumed served (their reads say otherwise).
-func (r *VirtPlatformConfigReconciler) kindServed(ctx context.Context, ref advisorv1alpha1.TargetReference, seen map[string]bool) (bool, error) {
+func (r *VirtPlatformConfigReconciler) kindServed(ctx context.Context, s *scope, ref advisorv1alpha1.TargetReference, seen map[string]bool) (bool, error) {
 	kind, known := targets.ByGroupKind(targetKeyOf(ref).groupKind())
 	if !known {
 		return true, nil
@@ -171,7 +171,7 @@ func (r *VirtPlatformConfigReconciler) kindServed(ctx context.Context, ref advis
 		return ok, nil
 	}
 	crd := &apiextensionsv1.CustomResourceDefinition{}
-	err := r.APIReader.Get(ctx, types.NamespacedName{Name: kind.CRD}, crd)
+	err := r.reader(s).Get(ctx, types.NamespacedName{Name: kind.CRD}, crd)
 	if client.IgnoreNotFound(err) != nil {
 		return false, fmt.Errorf("read CRD %s: %w", kind.CRD, err)
 	}

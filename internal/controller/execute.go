@@ -74,7 +74,7 @@ func (r *VirtPlatformConfigReconciler) staleItems(ctx context.Context, s *scope)
 		if it.State != advisorv1alpha1.ItemPending {
 			continue
 		}
-		current, err := r.Engine.Snapshot(ctx, s.profileName(), it)
+		current, err := r.engine(s).Snapshot(ctx, s.profileName(), it)
 		if err != nil {
 			return nil, err
 		}
@@ -121,11 +121,65 @@ func (r *VirtPlatformConfigReconciler) execute(ctx context.Context, s *scope) (c
 		s.setItemState(i, advisorv1alpha1.ItemInProgress, "applying")
 	}
 	if !appliedInThisExecution(s, *item) {
+		r.baselineAhead(s, i)
 		if res, stop, err := r.applyItem(ctx, s, i); stop || err != nil {
 			return res, err
 		}
 	}
 	return r.checkItemHealth(ctx, s, i)
+}
+
+// pendingBaseline is the rollout baseline of an item, being read while the item before it
+// is applied.
+type pendingBaseline struct {
+	item     string
+	done     chan struct{}
+	baseline string
+	err      error
+}
+
+// baselineAhead starts reading the rollout baseline of the item after item i while item i
+// is applied, when item i rolls nothing out (its apply leaves the pools as they are): the
+// baseline read now is the one the next item would read after it, and still precedes that
+// item's own apply. It is used only if item i completes in this step (see prepare).
+func (r *VirtPlatformConfigReconciler) baselineAhead(s *scope, i int) {
+	items := s.vpc.Status.Items
+	if plan.NeedsBaseline(items[i]) {
+		return
+	}
+	for j := i + 1; j < len(items); j++ {
+		switch items[j].State {
+		case advisorv1alpha1.ItemCompleted, advisorv1alpha1.ItemFailed, advisorv1alpha1.ItemSkipped:
+			continue
+		}
+		next := items[j]
+		if next.State != advisorv1alpha1.ItemPending || next.HealthBaseline != "" || !plan.NeedsBaseline(next) {
+			return
+		}
+		p := &pendingBaseline{item: next.Name, done: make(chan struct{})}
+		s.baselineAhead = p
+		go func() {
+			defer close(p.done)
+			p.baseline, p.err = r.Engine.HealthBaseline(s.readCtx, next)
+		}()
+		return
+	}
+}
+
+// healthBaseline reads an item's rollout baseline, or takes the one read ahead for it.
+func (r *VirtPlatformConfigReconciler) healthBaseline(ctx context.Context, s *scope, item advisorv1alpha1.PlanItem) (string, error) {
+	if p := s.baselineAhead; p != nil && p.item == item.Name {
+		s.baselineAhead = nil
+		select {
+		case <-p.done:
+			if p.err == nil {
+				return p.baseline, nil
+			}
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}
+	return r.Engine.HealthBaseline(ctx, item)
 }
 
 func nextItem(items []advisorv1alpha1.PlanItem) int {
@@ -153,11 +207,11 @@ func (r *VirtPlatformConfigReconciler) prepare(ctx context.Context, s *scope, i 
 	if !plan.NeedsBaseline(*item) || item.HealthBaseline != "" {
 		return ctrl.Result{}, false, nil
 	}
-	holds, err := r.Engine.Holds(ctx, s.profileName(), *item)
+	holds, err := r.engine(s).Holds(ctx, s.profileName(), *item)
 	if err != nil || holds {
 		return ctrl.Result{}, false, err
 	}
-	baseline, err := r.Engine.HealthBaseline(ctx, *item)
+	baseline, err := r.healthBaseline(ctx, s, *item)
 	if err != nil || baseline == "" {
 		return ctrl.Result{}, false, err
 	}
@@ -194,12 +248,14 @@ func (r *VirtPlatformConfigReconciler) applyItem(ctx context.Context, s *scope, 
 			return res, true, err
 		}
 	}
-	out, err := r.Engine.ApplyItem(ctx, *item, plan.ApplyOptions{
+	out, err := r.engine(s).ApplyItem(ctx, *item, plan.ApplyOptions{
 		Profile:       s.profileName(),
 		CheckSnapshot: !s.vpc.Spec.BypassOptimisticLock,
 		Force:         s.vpc.Spec.BypassOptimisticLock,
 		Rendered:      rendered,
 	})
+	// Whatever was read of the target before the apply is past now.
+	s.wroteTarget(item.TargetRef)
 	if err != nil {
 		if plan.IsPermanent(err) {
 			metrics.Applied(false)

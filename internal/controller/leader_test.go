@@ -30,6 +30,17 @@ func (r staleReader) Get(ctx context.Context, key client.ObjectKey, obj client.O
 	return r.Reader.Get(ctx, key, obj, opts...)
 }
 
+// staleClient is a client whose cache still holds the config as it was read earlier, as
+// a deposed leader's cache may, behind the writes of the new leader.
+type staleClient struct {
+	client.Client
+	stale staleReader
+}
+
+func (c staleClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	return c.stale.Get(ctx, key, obj, opts...)
+}
+
 var _ = Describe("A deposed leader", func() {
 	BeforeEach(resetCluster)
 
@@ -46,9 +57,10 @@ var _ = Describe("A deposed leader", func() {
 
 		By("the deposed leader reconciles from the config it read before, about to draft its own plan")
 		old.Spec.Options = &advisorv1alpha1.ProfileOptions{LoadAware: &advisorv1alpha1.LoadAwareOptions{DeschedulingIntervalSeconds: ptr.To[int32](300)}}
+		stale := staleReader{Reader: k8s, config: old}
 		deposed := &controller.VirtPlatformConfigReconciler{
-			Client:    k8s,
-			APIReader: staleReader{Reader: k8s, config: old},
+			Client:    staleClient{Client: k8s, stale: stale},
+			APIReader: stale,
 			Profiles:  registry,
 			Engine:    &plan.Engine{Reader: k8s, Writer: k8s},
 			Version:   "v0.0.1-deposed",

@@ -35,6 +35,19 @@ type scope struct {
 	transitions     []transition
 	notes           []note
 	now             metav1.Time
+
+	// reads serves this reconcile's reads (profile renderings, prerequisites, CRDs);
+	// engineReads the plan engine's reads of targets: the same cache when both read
+	// through one reader.
+	reads, engineReads *readCache
+	// readCtx bounds the reads sent ahead; it ends with the reconcile.
+	readCtx      context.Context
+	stopReads    context.CancelFunc
+	readsStarted bool
+	// rendered is set when this reconcile rendered the profile.
+	rendered bool
+	// baselineAhead is the next item's rollout baseline, read while an item is applied.
+	baselineAhead *pendingBaseline
 }
 
 type transition struct {
@@ -49,14 +62,20 @@ type note struct {
 	eventType, reason, action, message string
 }
 
-func (r *VirtPlatformConfigReconciler) newScope(_ context.Context, vpc *advisorv1alpha1.VirtPlatformConfig) *scope {
+func (r *VirtPlatformConfigReconciler) newScope(ctx context.Context, vpc *advisorv1alpha1.VirtPlatformConfig) *scope {
 	s := &scope{
 		vpc:           vpc,
 		before:        vpc.DeepCopy(),
 		newGeneration: vpc.Generation != vpc.Status.ObservedGeneration,
 		startPhase:    vpc.Status.Phase,
 		now:           metav1.NewTime(r.now()),
+		reads:         newReadCache(r.profileReader()),
 	}
+	s.engineReads = s.reads
+	if !sameReader(r.APIReader, r.Engine.Reader) {
+		s.engineReads = newReadCache(r.Engine.Reader)
+	}
+	s.readCtx, s.stopReads = context.WithCancel(ctx)
 	if p, ok := r.Profiles.Get(vpc.Spec.Profile); ok {
 		s.profile = p
 		s.opts = p.Defaults(vpc.Spec.Options)

@@ -13,6 +13,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
+	"sync"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -50,9 +52,9 @@ const (
 type VirtPlatformConfigReconciler struct {
 	// Client writes status; its reads come from the cache.
 	Client client.Client
-	// APIReader reads uncached: the config at the start of each reconcile (so a
-	// requeue never acts on a status older than the last write) and everything a
-	// profile renders from.
+	// APIReader reads uncached: everything a profile renders from (CRDs once per change
+	// of their resourceVersion, see crdReader), and the config when the cache cannot serve
+	// it (see readConfig).
 	APIReader client.Reader
 	// Profiles are the profiles this operator ships.
 	Profiles *profiles.Registry
@@ -70,7 +72,10 @@ type VirtPlatformConfigReconciler struct {
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 
-	watches *watches
+	watches  *watches
+	memory   memory
+	crds     *crdReader
+	crdsOnce sync.Once
 }
 
 // +kubebuilder:rbac:groups=advisor.kubevirt.io,resources=virtplatformconfigs,verbs=get;list;watch;create
@@ -80,10 +85,12 @@ type VirtPlatformConfigReconciler struct {
 // The permissions on the kinds a profile reads and writes are declared by the profile.
 
 // Reconcile takes the config one step through its state machine and writes its status
-// at most once, only when it changed, guarded by the resourceVersion it read.
+// at most once, only when it changed, guarded by the resourceVersion it read. A step that
+// needs another one right after its write (see immediately) is taken by the next
+// reconcile, which starts from what the write left (see readConfig).
 func (r *VirtPlatformConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	vpc := &advisorv1alpha1.VirtPlatformConfig{}
-	if err := r.APIReader.Get(ctx, req.NamespacedName, vpc); err != nil {
+	vpc, err := r.readConfig(ctx, req.NamespacedName)
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			r.forget(req.Name)
 			return ctrl.Result{}, nil
@@ -96,12 +103,17 @@ func (r *VirtPlatformConfigReconciler) Reconcile(ctx context.Context, req ctrl.R
 		return ctrl.Result{}, nil
 	}
 	s := r.newScope(ctx, vpc)
+	defer s.stopReads()
 	result, err := r.step(ctx, s)
+	if s.rendered {
+		r.memory.rendered(req.Name, s.reads.usedReads())
+	}
 	if perr := r.persist(ctx, s, err == nil); perr != nil {
 		if errors.Is(perr, errStatusConflict) {
 			// Somebody else wrote the config since it was read (the user, or another
 			// replica): take the step again from a fresh read, once, without backoff.
 			logf.FromContext(ctx).V(1).Info("status changed since it was read; reconciling again", "config", req.Name)
+			r.memory.conflicted(req.Name)
 			return ctrl.Result{RequeueAfter: immediately}, nil
 		}
 		return ctrl.Result{}, perr
@@ -180,7 +192,7 @@ func (r *VirtPlatformConfigReconciler) awaitReview(ctx context.Context, s *scope
 	// An approved plan is checked against the annotations by its apply; one waiting for
 	// review is redrafted when they change, so the plan shown is the one they ask for.
 	for _, it := range s.vpc.Status.Items {
-		changed, err := r.Engine.ControlsChanged(ctx, it)
+		changed, err := r.engine(s).ControlsChanged(ctx, it)
 		if meta.IsNoMatchError(err) {
 			continue // the kind went away: the redraft at approval reports it
 		}
@@ -192,6 +204,13 @@ func (r *VirtPlatformConfigReconciler) awaitReview(ctx context.Context, s *scope
 		}
 	}
 	if s.approval() == mismatched {
+		if !s.newGeneration && s.vpc.Status.Phase == advisorv1alpha1.PhaseReviewRequired {
+			// Neither the pin nor the plan changed since the mismatch was shown: what it
+			// says (with why the plan changed under the pin) stays as it is.
+			if reason, _ := shownText(s.vpc); reason == advisorv1alpha1.ReasonApprovalMismatch {
+				return ctrl.Result{}, nil
+			}
+		}
 		return r.awaitMatchingPin(s, ""), nil
 	}
 	if s.newGeneration {
@@ -222,6 +241,7 @@ func (r *VirtPlatformConfigReconciler) ignore(s *scope) (ctrl.Result, error) {
 }
 
 func (r *VirtPlatformConfigReconciler) forget(name string) {
+	r.memory.forget(name)
 	r.watches.forget(name)
 	r.throttle().forget(name)
 	metrics.Forget(name)
@@ -269,9 +289,17 @@ func (r *VirtPlatformConfigReconciler) SetupWithManager(mgr ctrl.Manager) error 
 	if err != nil {
 		return err
 	}
-	r.watches = newWatches(c, mgr.GetRESTMapper(), rest.CopyConfig(mgr.GetConfig()), mgr.GetScheme(),
+	r.watches = newWatches(c, mgr.GetRESTMapper(), rest.CopyConfig(mgr.GetConfig()), mgr.GetHTTPClient(), mgr.GetScheme(),
 		mgr.GetLogger().WithName("watches"))
-	return mgr.Add(r.watches)
+	if err := mgr.Add(r.watches); err != nil {
+		return err
+	}
+	crds := make([]string, 0, len(watchedCRDs))
+	for name := range watchedCRDs {
+		crds = append(crds, name)
+	}
+	sort.Strings(crds)
+	return mgr.Add(crdWarmup{reader: r.crdCache(), crds: crds})
 }
 
 // CRDMetadata is the metadata-only object the controller watches CRDs with.

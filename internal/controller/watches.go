@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"sync"
 
@@ -24,6 +25,7 @@ import (
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
 	"github.com/kubevirt/virt-advisor-operator/internal/plan"
+	"github.com/kubevirt/virt-advisor-operator/internal/targets"
 )
 
 // targetKey names a plan target or input independently of the API version it is read at.
@@ -63,8 +65,10 @@ type watches struct {
 	ctrl   controller.Controller
 	mapper meta.RESTMapper
 	cfg    *rest.Config
-	scheme *runtime.Scheme
-	log    logr.Logger
+	// httpClient is the manager's: every watch shares its connections to the API server.
+	httpClient *http.Client
+	scheme     *runtime.Scheme
+	log        logr.Logger
 
 	kinds    map[schema.GroupKind]context.CancelFunc
 	inputs   map[targetKey]*inputWatch
@@ -78,9 +82,10 @@ type inputWatch struct {
 	configs map[string]bool
 }
 
-func newWatches(c controller.Controller, mapper meta.RESTMapper, cfg *rest.Config, scheme *runtime.Scheme, log logr.Logger) *watches {
+func newWatches(c controller.Controller, mapper meta.RESTMapper, cfg *rest.Config, httpClient *http.Client,
+	scheme *runtime.Scheme, log logr.Logger) *watches {
 	return &watches{
-		ctrl: c, mapper: mapper, cfg: cfg, scheme: scheme, log: log,
+		ctrl: c, mapper: mapper, cfg: cfg, httpClient: httpClient, scheme: scheme, log: log,
 		kinds:    map[schema.GroupKind]context.CancelFunc{},
 		inputs:   map[targetKey]*inputWatch{},
 		configs:  map[targetKey]map[string]bool{},
@@ -124,6 +129,11 @@ func (w *watches) track(vpc *advisorv1alpha1.VirtPlatformConfig) {
 			}
 		}
 	}
+	if waitsForRollout(vpc) {
+		// A rollout is judged from the MachineConfigPools: any change of a pool wakes the
+		// config at once, instead of at the next health poll.
+		inputs = append(inputs, targetKey{Group: targets.MachineConfigPool.GVK.Group, Kind: targets.MachineConfigPool.GVK.Kind})
+	}
 	for _, in := range vpc.Status.Inputs {
 		if gv, _ := schema.ParseGroupVersion(in.APIVersion); gv.Group == "apiextensions.k8s.io" {
 			continue // CRDs are watched by the controller itself.
@@ -140,6 +150,23 @@ func (w *watches) track(vpc *advisorv1alpha1.VirtPlatformConfig) {
 		w.watchInputLocked(k, name)
 	}
 	w.stopUnusedInputsLocked()
+}
+
+// waitsForRollout tells whether an executing plan has an item, applied or about to be,
+// whose health is a rollout by the MachineConfigPools.
+func waitsForRollout(vpc *advisorv1alpha1.VirtPlatformConfig) bool {
+	if vpc.Status.Phase != advisorv1alpha1.PhaseInProgress {
+		return false
+	}
+	for _, it := range vpc.Status.Items {
+		if it.State != advisorv1alpha1.ItemPending && it.State != advisorv1alpha1.ItemInProgress {
+			continue
+		}
+		if it.Action != advisorv1alpha1.ItemActionRelease && targets.RollsOut(targetKeyOf(it.TargetRef).groupKind()) {
+			return true
+		}
+	}
+	return false
 }
 
 func (w *watches) addConfigLocked(k targetKey, config string) {
@@ -199,7 +226,7 @@ func (w *watches) watchKindLocked(gk schema.GroupKind) {
 		return
 	}
 	c, err := cache.New(w.cfg, cache.Options{
-		Scheme: w.scheme, Mapper: w.mapper,
+		HTTPClient: w.httpClient, Scheme: w.scheme, Mapper: w.mapper,
 		DefaultLabelSelector: labels.SelectorFromSet(labels.Set{plan.ManagedByLabel: plan.ManagedByValue}),
 		DefaultTransform:     cache.TransformStripManagedFields(),
 	})
@@ -266,7 +293,7 @@ func (w *watches) watchInputLocked(k targetKey, config string) {
 		w.log.V(1).Info("not watching an input the cluster does not serve", "input", k.String(), "reason", err.Error())
 		return
 	}
-	opts := cache.Options{Scheme: w.scheme, Mapper: w.mapper, DefaultTransform: cache.TransformStripManagedFields()}
+	opts := cache.Options{HTTPClient: w.httpClient, Scheme: w.scheme, Mapper: w.mapper, DefaultTransform: cache.TransformStripManagedFields()}
 	if k.Name != "" {
 		opts.DefaultFieldSelector = fields.OneTermEqualSelector("metadata.name", k.Name)
 	}

@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"sort"
 	"sync"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -35,7 +37,8 @@ var readScheme = func() *runtime.Scheme {
 // Recorder is the reader a profile renders through. It reads uncached, keeps what it read
 // (so the engine drafts against exactly the objects the profile saw, without reading them
 // twice, and concurrent items share one read), and tells the plan what it depended on: the
-// objects it read and a hash of the parts of them that count.
+// objects it read and a hash of the parts of them that count. It is safe for concurrent
+// use.
 type Recorder struct {
 	reader client.Reader
 
@@ -54,8 +57,9 @@ type readKey struct {
 
 type readEntry struct {
 	once sync.Once
-	// raw is the JSON of what was read; nil with notFound for an object that does not exist.
-	raw      []byte
+	// obj is what was read, never handed out itself (readers get copies); nil with notFound
+	// for an object that does not exist.
+	obj      runtime.Object
 	notFound bool
 	err      error
 }
@@ -103,13 +107,13 @@ func (r *Recorder) Get(ctx context.Context, key client.ObjectKey, obj client.Obj
 		case err != nil:
 			e.err = err
 		default:
-			e.raw, e.err = json.Marshal(fresh)
+			e.obj = fresh
 		}
 	})
 	if e.err != nil {
 		return e.err
 	}
-	return decodeInto(e.raw, obj, gvk)
+	return copyInto(e.obj, obj, gvk)
 }
 
 // List implements client.Reader; only the namespace option is honoured for recording.
@@ -124,13 +128,30 @@ func (r *Recorder) List(ctx context.Context, list client.ObjectList, opts ...cli
 	e.once.Do(func() {
 		fresh := list.DeepCopyObject().(client.ObjectList)
 		if e.err = r.reader.List(ctx, fresh, opts...); e.err == nil {
-			e.raw, e.err = json.Marshal(fresh)
+			e.obj = fresh
 		}
 	})
 	if e.err != nil {
 		return e.err
 	}
-	return decodeInto(e.raw, list, gvk)
+	return copyInto(e.obj, list, gvk)
+}
+
+// copyInto gives a reader its own copy of what was read: a deep copy into an object of
+// the same type, else through JSON.
+func copyInto(read, obj runtime.Object, gvk schema.GroupVersionKind) error {
+	if reflect.TypeOf(read) != reflect.TypeOf(obj) {
+		raw, err := json.Marshal(read)
+		if err != nil {
+			return err
+		}
+		return decodeInto(raw, obj, gvk)
+	}
+	reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(read.DeepCopyObject()).Elem())
+	if _, ok := obj.(runtime.Unstructured); ok {
+		obj.GetObjectKind().SetGroupVersionKind(gvk)
+	}
+	return nil
 }
 
 func decodeInto(raw []byte, obj runtime.Object, gvk schema.GroupVersionKind) error {
@@ -173,6 +194,60 @@ func inputFingerprint(gvk schema.GroupVersionKind, obj map[string]any) any {
 	return map[string]any{"spec": obj["spec"], "labels": labels}
 }
 
+// fingerprints keeps the encoded fingerprint of objects by kind, uid and resourceVersion:
+// an object at one resourceVersion always has the same one, and the large inputs (CRDs)
+// are read at the same version by every rendering until they change.
+var fingerprints = struct {
+	sync.Mutex
+	byVersion map[string]json.RawMessage
+}{byVersion: map[string]json.RawMessage{}}
+
+// maxFingerprints bounds the fingerprints kept; the oldest are not told apart, all go.
+const maxFingerprints = 512
+
+// objectFingerprint is inputFingerprint of a read object, as encoded JSON when the object
+// names its version (HashJSON encodes it to the same bytes as the value itself).
+func objectFingerprint(gvk schema.GroupVersionKind, read runtime.Object) any {
+	key := ""
+	if m, err := apimeta.Accessor(read); err == nil && m.GetUID() != "" && m.GetResourceVersion() != "" {
+		key = gvk.String() + "/" + string(m.GetUID()) + "/" + m.GetResourceVersion()
+		fingerprints.Lock()
+		kept, ok := fingerprints.byVersion[key]
+		fingerprints.Unlock()
+		if ok {
+			if kept == nil {
+				return nil
+			}
+			return kept
+		}
+	}
+	var obj map[string]any
+	raw, err := json.Marshal(read)
+	if err != nil || json.Unmarshal(raw, &obj) != nil {
+		return nil
+	}
+	v := inputFingerprint(gvk, obj)
+	if key == "" {
+		return v
+	}
+	var encoded json.RawMessage
+	if v != nil {
+		if encoded, err = json.Marshal(v); err != nil {
+			return v
+		}
+	}
+	fingerprints.Lock()
+	if len(fingerprints.byVersion) >= maxFingerprints {
+		fingerprints.byVersion = map[string]json.RawMessage{}
+	}
+	fingerprints.byVersion[key] = encoded
+	fingerprints.Unlock()
+	if encoded == nil {
+		return nil
+	}
+	return encoded
+}
+
 // Inputs returns the objects read that are not among targets (a plan's targets are
 // watched for drift instead), and the hash of what counts of them.
 func (r *Recorder) Inputs(targets []advisorv1alpha1.TargetReference) ([]advisorv1alpha1.InputReference, string) {
@@ -209,15 +284,15 @@ func (r *Recorder) Inputs(targets []advisorv1alpha1.TargetReference) ([]advisorv
 		}
 		refs = append(refs, ref)
 		fp := fingerprint{Ref: ref, Exists: !e.notFound}
-		if !e.notFound {
+		switch {
+		case e.notFound:
+		case k.List:
 			var obj map[string]any
-			if err := json.Unmarshal(e.raw, &obj); err == nil {
-				if k.List {
-					fp.Value = listFingerprint(k.GVK, obj, isTarget)
-				} else {
-					fp.Value = inputFingerprint(k.GVK, obj)
-				}
+			if raw, err := json.Marshal(e.obj); err == nil && json.Unmarshal(raw, &obj) == nil {
+				fp.Value = listFingerprint(k.GVK, obj, isTarget)
 			}
+		default:
+			fp.Value = objectFingerprint(k.GVK, e.obj)
 		}
 		prints = append(prints, fp)
 	}

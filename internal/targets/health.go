@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -185,7 +186,11 @@ func rolloutOf(pool, obj *unstructured.Unstructured, baseline string, listsByNam
 func (p poolRollout) pools(ctx context.Context, reader client.Reader, obj *unstructured.Unstructured) ([]unstructured.Unstructured, bool, error) {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(MachineConfigPool.GVK.GroupVersion().WithKind("MachineConfigPoolList"))
-	if err := reader.List(ctx, list); err != nil {
+	// Which pools select obj is read from the API server's watch cache (resourceVersion
+	// 0): a consistent list waits for that cache to catch up with every write to any kind,
+	// tens of milliseconds on a busy API server. Each selecting pool, whose status tells
+	// the rollout, is then read as it is now.
+	if err := reader.List(ctx, list, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}}); err != nil {
 		if meta.IsNoMatchError(err) {
 			return nil, false, nil
 		}
@@ -193,8 +198,19 @@ func (p poolRollout) pools(ctx context.Context, reader client.Reader, obj *unstr
 	}
 	var out []unstructured.Unstructured
 	for i := range list.Items {
-		if p.selects(&list.Items[i], obj) {
-			out = append(out, list.Items[i])
+		if !p.selects(&list.Items[i], obj) {
+			continue
+		}
+		pool := &unstructured.Unstructured{}
+		pool.SetGroupVersionKind(MachineConfigPool.GVK)
+		if err := reader.Get(ctx, client.ObjectKeyFromObject(&list.Items[i]), pool); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return nil, false, fmt.Errorf("read MachineConfigPool %s: %w", list.Items[i].GetName(), err)
+		}
+		if p.selects(pool, obj) {
+			out = append(out, *pool)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].GetName() < out[j].GetName() })

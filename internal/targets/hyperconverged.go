@@ -9,6 +9,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -124,7 +125,11 @@ func FindHyperConverged(ctx context.Context, reader client.Reader) (*HyperConver
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(HyperConverged.GVK.GroupVersion().WithKind("HyperConvergedList"))
 	list.SetAPIVersion(HyperConverged.GVK.Group + "/" + version)
-	if err := reader.List(ctx, list); err != nil {
+	// The list only finds where the HyperConverged is, from the API server's watch cache
+	// (resourceVersion 0): a consistent list waits for that cache to catch up with every
+	// write to any kind, tens of milliseconds on a busy API server. The one found is then
+	// read as it is now.
+	if err := reader.List(ctx, list, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}}); err != nil {
 		if meta.IsNoMatchError(err) {
 			return nil, nil
 		}
@@ -134,7 +139,16 @@ func FindHyperConverged(ctx context.Context, reader client.Reader) (*HyperConver
 	case 0:
 		return nil, nil
 	case 1:
-		return &HyperConvergedInstance{Object: &list.Items[0], Fields: HyperConvergedFields{Version: version}}, nil
+		found := &list.Items[0]
+		hco := &unstructured.Unstructured{}
+		hco.SetGroupVersionKind(found.GroupVersionKind())
+		if err := reader.Get(ctx, client.ObjectKeyFromObject(found), hco); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, nil
+			}
+			return nil, fmt.Errorf("read HyperConverged %s/%s: %w", found.GetNamespace(), found.GetName(), err)
+		}
+		return &HyperConvergedInstance{Object: hco, Fields: HyperConvergedFields{Version: version}}, nil
 	}
 	names := make([]string, 0, len(list.Items))
 	for _, it := range list.Items {

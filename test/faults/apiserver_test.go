@@ -83,7 +83,11 @@ var _ = Describe("The API server stopped and started again on the same etcd", fu
 		counts := reportApplies(mark)
 		Expect(counts[deschedulerTarget].applied).To(Equal(1), "the KubeDescheduler was applied twice")
 		Expect(counts[psiTarget].applied).To(Equal(1), "the MachineConfig was applied twice")
-		Expect(eventReasons()).To(ContainElement(advisorv1alpha1.EventItemAlreadyApplied))
+		// The KubeDescheduler's first status write was lost, and it was applied once: the
+		// record of its apply comes from finding it already applied. (Whether the Event
+		// saying so arrives depends on whether the API server still took it before it went
+		// away: Events are not retried past the process.)
+		Expect(item(vpc, loadaware.ItemDescheduler).Applied).NotTo(BeNil(), "the KubeDescheduler's apply is recorded")
 		Expect(eventReasons()).NotTo(ContainElement(advisorv1alpha1.ReasonPlanStale))
 		m.reportProcesses(1)
 	})

@@ -1,0 +1,170 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// countingReader answers reads of objects named in objects (NotFound for others), after a
+// short latency, failing the first failures reads; it counts the reads that reach it.
+type countingReader struct {
+	mu       sync.Mutex
+	objects  map[string]map[string]any
+	failures int
+	reads    map[string]int
+}
+
+func (c *countingReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	time.Sleep(5 * time.Millisecond)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.reads[key.Name]++
+	if c.failures > 0 {
+		c.failures--
+		return apierrors.NewServiceUnavailable("overloaded")
+	}
+	o, ok := c.objects[key.Name]
+	if !ok {
+		return apierrors.NewNotFound(schema.GroupResource{Resource: "things"}, key.Name)
+	}
+	switch t := obj.(type) {
+	case *unstructured.Unstructured:
+		t.Object = (&unstructured.Unstructured{Object: o}).DeepCopy().Object
+	case *apiextensionsv1.CustomResourceDefinition:
+		t.Name = key.Name
+		t.Spec.Group = o["group"].(string)
+	}
+	return nil
+}
+
+func (c *countingReader) List(context.Context, client.ObjectList, ...client.ListOption) error {
+	return errors.New("not used")
+}
+
+func (c *countingReader) count(name string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.reads[name]
+}
+
+func configMap(name, value string) map[string]any {
+	return map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": name, "namespace": "ns"}, "data": map[string]any{"k": value}}
+}
+
+func emptyConfigMap() *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("v1")
+	u.SetKind("ConfigMap")
+	return u
+}
+
+func TestReadCache(t *testing.T) {
+	ctx := context.Background()
+	key := client.ObjectKey{Namespace: "ns", Name: "a"}
+
+	t.Run("concurrent and later reads of one object share one read, each with its own copy", func(t *testing.T) {
+		r := &countingReader{objects: map[string]map[string]any{"a": configMap("a", "1")}, reads: map[string]int{}}
+		c := newReadCache(r)
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				u := emptyConfigMap()
+				if err := c.Get(ctx, key, u); err != nil {
+					t.Error(err)
+				}
+				u.Object["data"].(map[string]any)["k"] = "changed by a reader"
+			})
+		}
+		wg.Wait()
+		u := emptyConfigMap()
+		if err := c.Get(ctx, key, u); err != nil {
+			t.Fatal(err)
+		}
+		if got := u.Object["data"].(map[string]any)["k"]; got != "1" {
+			t.Errorf("a reader's change leaked into the cache: %v", got)
+		}
+		if n := r.count("a"); n != 1 {
+			t.Errorf("read %d times, want once", n)
+		}
+	})
+
+	t.Run("NotFound is an answer and is kept; other errors are not, the next reader reads again", func(t *testing.T) {
+		r := &countingReader{objects: map[string]map[string]any{"a": configMap("a", "1")}, failures: 1, reads: map[string]int{}}
+		c := newReadCache(r)
+		if err := c.Get(ctx, key, emptyConfigMap()); !apierrors.IsServiceUnavailable(err) {
+			t.Fatalf("first read: %v, want the server's error", err)
+		}
+		if err := c.Get(ctx, key, emptyConfigMap()); err != nil {
+			t.Fatalf("second read: %v", err)
+		}
+		missing := client.ObjectKey{Namespace: "ns", Name: "missing"}
+		for range 2 {
+			if err := c.Get(ctx, missing, emptyConfigMap()); !apierrors.IsNotFound(err) {
+				t.Fatalf("read of a missing object: %v", err)
+			}
+		}
+		if a, m := r.count("a"), r.count("missing"); a != 2 || m != 1 {
+			t.Errorf("reads: %d of the failing object (want 2), %d of the missing one (want 1)", a, m)
+		}
+		if got := len(c.usedReads()); got != 2 {
+			t.Errorf("%d reads noted for the next prefetch, want the 2 that got an answer", got)
+		}
+	})
+
+	t.Run("a prefetched read serves the reader that asks for it, typed objects by their type", func(t *testing.T) {
+		r := &countingReader{objects: map[string]map[string]any{"crd": {"group": "example.com"}}, reads: map[string]int{}}
+		c := newReadCache(r)
+		c.prefetch(ctx, []readSpec{getSpec(client.ObjectKey{Name: "crd"}, &apiextensionsv1.CustomResourceDefinition{})})
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := c.Get(ctx, client.ObjectKey{Name: "crd"}, crd); err != nil {
+			t.Fatal(err)
+		}
+		if crd.Spec.Group != "example.com" {
+			t.Errorf("read %+v", crd.Spec)
+		}
+		if n := r.count("crd"); n != 1 {
+			t.Errorf("read %d times, want once", n)
+		}
+		if got := len(c.usedReads()); got != 1 {
+			t.Errorf("%d reads noted, want 1", got)
+		}
+	})
+
+	t.Run("a prefetch nobody asks for is not noted for the next one", func(t *testing.T) {
+		r := &countingReader{objects: map[string]map[string]any{"a": configMap("a", "1")}, reads: map[string]int{}}
+		c := newReadCache(r)
+		c.prefetch(ctx, []readSpec{getSpec(key, emptyConfigMap())})
+		if got := len(c.usedReads()); got != 0 {
+			t.Errorf("%d reads noted, want none", got)
+		}
+	})
+
+	t.Run("an object written is read again", func(t *testing.T) {
+		r := &countingReader{objects: map[string]map[string]any{"a": configMap("a", "1")}, reads: map[string]int{}}
+		c := newReadCache(r)
+		if err := c.Get(ctx, key, emptyConfigMap()); err != nil {
+			t.Fatal(err)
+		}
+		r.mu.Lock()
+		r.objects["a"] = configMap("a", "2")
+		r.mu.Unlock()
+		c.invalidate("ns", "a")
+		u := emptyConfigMap()
+		if err := c.Get(ctx, key, u); err != nil {
+			t.Fatal(err)
+		}
+		if got := u.Object["data"].(map[string]any)["k"]; got != "2" {
+			t.Errorf("read %v after the write, want 2", got)
+		}
+	})
+}

@@ -12,35 +12,10 @@ import (
 // noChanges is the diff of an item whose target already matches the plan.
 const noChanges = "(no changes)"
 
-// primaryConditionType is the condition that carries the reason and message of a phase.
-func primaryConditionType(p advisorv1alpha1.Phase) string {
-	switch p {
-	case advisorv1alpha1.PhaseDrafting:
-		return advisorv1alpha1.ConditionDrafting
-	case advisorv1alpha1.PhaseReviewRequired:
-		return advisorv1alpha1.ConditionReviewRequired
-	case advisorv1alpha1.PhaseInProgress:
-		return advisorv1alpha1.ConditionInProgress
-	case advisorv1alpha1.PhaseCompleted, advisorv1alpha1.PhaseCompletedWithErrors:
-		return advisorv1alpha1.ConditionCompleted
-	case advisorv1alpha1.PhaseCompletedWithUpgrade:
-		return advisorv1alpha1.ConditionUpgradeAvailable
-	case advisorv1alpha1.PhaseDrifted:
-		return advisorv1alpha1.ConditionDrifted
-	case advisorv1alpha1.PhaseFailed:
-		return advisorv1alpha1.ConditionFailed
-	case advisorv1alpha1.PhasePrerequisiteFailed:
-		return advisorv1alpha1.ConditionPrerequisiteFailed
-	case advisorv1alpha1.PhaseIgnored:
-		return advisorv1alpha1.ConditionIgnored
-	}
-	return ""
-}
-
 // activeCondition is the True condition that explains the phase: the phase's own condition,
 // else the first True one.
 func activeCondition(vpc *advisorv1alpha1.VirtPlatformConfig) *metav1.Condition {
-	if t := primaryConditionType(vpc.Status.Phase); t != "" {
+	if t := advisorv1alpha1.PhaseCondition(vpc.Status.Phase); t != "" {
 		if c := meta.FindStatusCondition(vpc.Status.Conditions, t); c != nil && c.Status == metav1.ConditionTrue {
 			return c
 		}

@@ -32,27 +32,11 @@ var allConditionTypes = []string{
 	advisorv1alpha1.ConditionReady,
 }
 
-// primaryCondition is the condition that carries the reason and message of a phase.
+// primaryCondition is the condition that carries the reason and message of a phase; Ready
+// for a phase that has none of its own.
 func primaryCondition(p advisorv1alpha1.Phase) string {
-	switch p {
-	case advisorv1alpha1.PhaseDrafting:
-		return advisorv1alpha1.ConditionDrafting
-	case advisorv1alpha1.PhaseReviewRequired:
-		return advisorv1alpha1.ConditionReviewRequired
-	case advisorv1alpha1.PhaseInProgress:
-		return advisorv1alpha1.ConditionInProgress
-	case advisorv1alpha1.PhaseCompleted, advisorv1alpha1.PhaseCompletedWithErrors:
-		return advisorv1alpha1.ConditionCompleted
-	case advisorv1alpha1.PhaseCompletedWithUpgrade:
-		return advisorv1alpha1.ConditionUpgradeAvailable
-	case advisorv1alpha1.PhaseDrifted:
-		return advisorv1alpha1.ConditionDrifted
-	case advisorv1alpha1.PhaseFailed:
-		return advisorv1alpha1.ConditionFailed
-	case advisorv1alpha1.PhasePrerequisiteFailed:
-		return advisorv1alpha1.ConditionPrerequisiteFailed
-	case advisorv1alpha1.PhaseIgnored:
-		return advisorv1alpha1.ConditionIgnored
+	if c := advisorv1alpha1.PhaseCondition(p); c != "" {
+		return c
 	}
 	return advisorv1alpha1.ConditionReady
 }

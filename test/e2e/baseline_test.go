@@ -249,6 +249,7 @@ spec:
 
 	It("lists a config for every profile with kubectl get vpc", func() {
 		out := kubectl("get", "vpc")
+		GinkgoWriter.Printf("=== kubectl get vpc ===\n%s=== end ===\n", out)
 		for _, profile := range []string{"load-aware-rebalancing", "virt-higher-density", "platform-baseline"} {
 			Expect(out).To(MatchRegexp(`(?m)^%s\s+%s\s`, profile, profile))
 		}

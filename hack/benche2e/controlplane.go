@@ -48,9 +48,10 @@ type controlPlane struct {
 	apiserverLog       *os.File
 }
 
-// startControlPlane starts the control plane of one run in dir, with the project's CRD and
-// the test CRDs of the kinds the profiles write, and the audit log in dir/audit.log.
-func startControlPlane(opts *options, dir string) (*controlPlane, error) {
+// startControlPlane starts the control plane of one run of pc in dir, with the project's
+// CRD, the test CRDs of the kinds the profiles write and the upstream CRDs pc needs, and the
+// audit log in dir/audit.log.
+func startControlPlane(opts *options, pc profileCase, dir string) (*controlPlane, error) {
 	policy := filepath.Join(dir, "audit-policy.yaml")
 	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
 		return nil, err
@@ -60,13 +61,17 @@ func startControlPlane(opts *options, dir string) (*controlPlane, error) {
 		return nil, err
 	}
 	cp := &controlPlane{auditLog: filepath.Join(dir, "audit.log"), apiserverLog: apiLog}
+	crdPaths := []string{
+		filepath.Join(opts.root, "config", "crd", "bases"),
+		filepath.Join(opts.root, "test", "crds", "base"),
+		filepath.Join(opts.root, "test", "crds", "kubedescheduler", "4.20"),
+	}
+	for _, f := range pc.upstreamCRDs {
+		crdPaths = append(crdPaths, filepath.Join(opts.upstreamCRDs, filepath.FromSlash(f)))
+	}
 	cp.env = &envtest.Environment{
-		BinaryAssetsDirectory: opts.assets,
-		CRDDirectoryPaths: []string{
-			filepath.Join(opts.root, "config", "crd", "bases"),
-			filepath.Join(opts.root, "test", "crds", "base"),
-			filepath.Join(opts.root, "test", "crds", "kubedescheduler", "4.20"),
-		},
+		BinaryAssetsDirectory:    opts.assets,
+		CRDDirectoryPaths:        crdPaths,
 		ErrorIfCRDPathMissing:    true,
 		ControlPlaneStartTimeout: time.Minute,
 		ControlPlaneStopTimeout:  30 * time.Second,
@@ -174,6 +179,15 @@ func (cp *controlPlane) resourceFor(obj *unstructured.Unstructured) (dynamic.Res
 	return cp.dyn.Resource(mapping.Resource), nil
 }
 
+// serves tells whether the control plane serves the kind.
+func (cp *controlPlane) serves(gvk schema.GroupVersionKind) (bool, error) {
+	_, err := cp.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if meta.IsNoMatchError(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 // apply server-side applies obj.
 func (cp *controlPlane) apply(ctx context.Context, obj *unstructured.Unstructured) error {
 	ri, err := cp.resourceFor(obj)
@@ -205,6 +219,9 @@ var (
 	vpcGVR = schema.GroupVersion{Group: "advisor.kubevirt.io", Version: "v1alpha1"}.WithResource("virtplatformconfigs")
 	mcGVR  = machineConfiguration.WithResource("machineconfigs")
 	mcpGVR = machineConfiguration.WithResource("machineconfigpools")
+	kcGVR  = machineConfiguration.WithResource("kubeletconfigs")
+
+	kubeletConfigGVK = machineConfiguration.WithKind("KubeletConfig")
 
 	machineConfiguration = schema.GroupVersion{Group: "machineconfiguration.openshift.io", Version: "v1"}
 )

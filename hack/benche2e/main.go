@@ -1,12 +1,13 @@
 // Command benche2e measures the manager binary end to end: for each profile it starts a
 // fresh local control plane (the envtest kube-apiserver and etcd, with the API server's
-// audit log on), installs the CRDs and the baseline objects, starts the manager as a user
-// of its own, and times the two stages an administrator waits for:
+// audit log on), installs the CRDs and the baseline objects (the project's CRD, the test
+// CRDs, and the upstream CRDs and objects the profile's targets need), starts the manager as
+// a user of its own, and times the two stages an administrator waits for:
 //
 //   - plan: server-side apply of the profile's sample until .status.phase is ReviewRequired;
 //   - apply: the merge patch spec.action=Apply until .status.phase is Completed, while a
-//     simulated Machine Config Operator reports the worker pool Updated as soon as a
-//     MachineConfig of the plan exists.
+//     simulated Machine Config Operator rolls out each MachineConfig and KubeletConfig of
+//     the plan to the worker pool as soon as it exists.
 //
 // Both phases are observed through a watch. The audit log gives the manager's requests per
 // stage: all of them, the writes (create, update, patch, delete, deletecollection; dry runs
@@ -36,21 +37,46 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
-// profileCase is one profile the benchmark runs: its name and the sample that plans it.
+// profileCase is one profile the benchmark runs: its name, the sample that plans it, and
+// what its control plane has besides the project's CRD, the test CRDs and
+// config/samples/mock_baseline_resources.yaml.
 type profileCase struct {
 	name   string
 	sample string
+	// upstreamCRDs are the CRDs of the operators the profile's targets belong to, as files
+	// "<group>/<plural>.yaml" of the upstream CRD directory (-upstream-crds).
+	upstreamCRDs []string
+	// baseline are further manifests, relative to the repository root, applied in order
+	// after mock_baseline_resources.yaml and before the manager starts.
+	baseline []string
 }
+
+// commonBaseline is the manifest every profile case applies first.
+const commonBaseline = "config/samples/mock_baseline_resources.yaml"
 
 var profileCases = []profileCase{
 	{name: "load-aware-rebalancing", sample: "config/samples/loadaware_sample.yaml"},
 	{name: "virt-higher-density", sample: "config/samples/higherdensity_sample.yaml"},
+	{
+		// As in test/e2e: the Machine Config Operator's KubeletConfig, the Node Health Check
+		// and Self Node Remediation operators are installed; MTV and MetalLB are not, so
+		// their items are Skipped.
+		name:   "platform-baseline",
+		sample: "config/samples/baseline_sample.yaml",
+		upstreamCRDs: []string{
+			"machineconfiguration.openshift.io/kubeletconfigs.yaml",
+			"remediation.medik8s.io/nodehealthchecks.yaml",
+			"self-node-remediation.medik8s.io/selfnoderemediationtemplates.yaml",
+		},
+		baseline: []string{"hack/benche2e/testdata/platform_baseline_cluster.yaml"},
+	},
 }
 
 // options are the command line settings.
 type options struct {
 	root            string
 	assets          string
+	upstreamCRDs    string
 	manager         string
 	runs            int
 	profiles        []profileCase
@@ -96,6 +122,8 @@ func parseFlags() (*options, error) {
 	flag.StringVar(&opts.root, "root", ".", "The repository root: CRDs, samples and baseline are read from it.")
 	flag.StringVar(&opts.assets, "assets", os.Getenv("KUBEBUILDER_ASSETS"),
 		"Directory of kube-apiserver and etcd (default $KUBEBUILDER_ASSETS).")
+	flag.StringVar(&opts.upstreamCRDs, "upstream-crds", os.Getenv("UPSTREAM_CRDS"),
+		"Directory of the upstream CRDs some profiles install (default $UPSTREAM_CRDS, else <root>/../shared/upstream-crds).")
 	flag.StringVar(&opts.manager, "manager", os.Getenv("MANAGER_BINARY"), "The manager binary (default $MANAGER_BINARY).")
 	flag.IntVar(&opts.runs, "runs", 3, "Runs per profile, each on a fresh control plane.")
 	flag.StringVar(&profiles, "profiles", "", "Comma-separated profiles to run (default: all).")
@@ -121,8 +149,11 @@ func parseFlags() (*options, error) {
 	if opts.runs < 1 {
 		return nil, fmt.Errorf("-runs=%d: want at least 1", opts.runs)
 	}
+	if opts.upstreamCRDs == "" {
+		opts.upstreamCRDs = filepath.Join(opts.root, "..", "shared", "upstream-crds")
+	}
 	var err error
-	for _, p := range []*string{&opts.root, &opts.assets, &opts.manager} {
+	for _, p := range []*string{&opts.root, &opts.assets, &opts.manager, &opts.upstreamCRDs} {
 		if *p, err = filepath.Abs(*p); err != nil {
 			return nil, err
 		}
@@ -146,6 +177,14 @@ func parseFlags() (*options, error) {
 			}
 			if !found {
 				return nil, fmt.Errorf("-profiles: unknown profile %q", name)
+			}
+		}
+	}
+	for _, pc := range opts.profiles {
+		for _, f := range pc.upstreamCRDs {
+			if _, err := os.Stat(filepath.Join(opts.upstreamCRDs, filepath.FromSlash(f))); err != nil {
+				return nil, fmt.Errorf("profile %s needs the upstream CRD %s (set UPSTREAM_CRDS or -upstream-crds to "+
+					"the directory of the upstream CRDs): %w", pc.name, f, err)
 			}
 		}
 	}

@@ -149,3 +149,17 @@ func (pw *phaseWatcher) describe() string {
 	}
 	return "phase " + phase + "; " + strings.Join(parts, "; ")
 }
+
+// itemStates lists the items of the object as last seen as "name=state".
+func (pw *phaseWatcher) itemStates() string {
+	if pw.last == nil {
+		return ""
+	}
+	items, _, _ := unstructured.NestedSlice(pw.last.Object, "status", "items")
+	parts := make([]string, 0, len(items))
+	for _, it := range items {
+		m, _ := it.(map[string]any)
+		parts = append(parts, fmt.Sprintf("%v=%v", m["name"], m["state"]))
+	}
+	return strings.Join(parts, " ")
+}

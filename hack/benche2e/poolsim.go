@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -13,6 +14,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
@@ -21,18 +24,24 @@ import (
 const roleLabel = "machineconfiguration.openshift.io/role"
 
 // poolSim plays the Machine Config Operator for one MachineConfigPool, as
-// hack/simulate-pool-rollout.sh does: it renders the MachineConfigs the pool selects into
-// rendered-<pool>-<hash>, points the pool at it and reports every machine updated, i.e. a
-// roll-out that finishes at once. During a run the pool is reported Updated as soon as the
-// plan's MachineConfig exists, with no other write before it: the rendered MachineConfig
-// itself is only created for the baseline, before the manager starts, so the simulator adds
-// no delay of its own to the apply stage.
+// hack/simulate-pool-rollout.sh does: it turns the KubeletConfigs that select the pool into
+// the MachineConfig 99-<pool>-generated-kubelet, renders the MachineConfigs the pool selects
+// into rendered-<pool>-<hash>, points the pool at it and reports every machine updated, i.e.
+// a roll-out that finishes at once. During a run the pool is rolled out as soon as a
+// MachineConfig or KubeletConfig of the plan exists, with no other write before it: the
+// rendered MachineConfig itself is only created for the baseline, before the manager
+// starts, so the simulator adds no delay of its own to the apply stage.
 type poolSim struct {
 	dyn      dynamic.Interface
 	pool     string
 	machines int64
+	// kubeletConfigs tells whether the control plane serves KubeletConfigs.
+	kubeletConfigs bool
 	// fingerprint is that of the MachineConfigs of the last render.
 	fingerprint string
+	// kubeletSpecs are the specs of the KubeletConfigs in the generated kubelet
+	// MachineConfig last written ("" when there is none).
+	kubeletSpecs string
 }
 
 // render brings the pool onto the rendered configuration of its current MachineConfigs
@@ -139,10 +148,12 @@ func (s *poolSim) patch(ctx context.Context, patch map[string]any,
 }
 
 // run simulates the roll-out of an approved plan until ctx ends: once spec.action of the
-// VirtPlatformConfig vpcName is Apply and a MachineConfig named in its status.items[].targetRef
-// exists, it renders the pool, and renders it again whenever the pool's MachineConfigs
-// change. Watches on the VirtPlatformConfig and on MachineConfigs trigger the checks, with a
-// check every second as a safety net.
+// VirtPlatformConfig vpcName is Apply and a MachineConfig or KubeletConfig named in its
+// status.items[].targetRef exists, it rolls the pool out, and again whenever the
+// KubeletConfigs or the pool's MachineConfigs change, so that each such item of the plan,
+// applied in turn, sees the pool roll it out. Watches on the VirtPlatformConfig, on
+// MachineConfigs and on KubeletConfigs trigger the checks, with a check every second as a
+// safety net.
 func (s *poolSim) run(ctx context.Context, vpcName string) {
 	kick := make(chan struct{}, 1)
 	notify := func() {
@@ -153,20 +164,19 @@ func (s *poolSim) run(ctx context.Context, vpcName string) {
 	}
 	go watchAll(ctx, s.dyn.Resource(vpcGVR), metav1.ListOptions{FieldSelector: "metadata.name=" + vpcName}, notify)
 	go watchAll(ctx, s.dyn.Resource(mcGVR), metav1.ListOptions{}, notify)
+	if s.kubeletConfigs {
+		go watchAll(ctx, s.dyn.Resource(kcGVR), metav1.ListOptions{}, notify)
+	}
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	approved := false
 	for {
 		if !approved {
-			approved = s.planMachineConfigExists(ctx, vpcName)
+			approved = s.planTargetExists(ctx, vpcName)
 		}
 		if approved {
-			if changed, err := s.render(ctx, false); err != nil {
-				if ctx.Err() == nil {
-					logf("pool simulator: %v", err)
-				}
-			} else if changed {
-				logf("pool simulator: MachineConfigPool %s Updated", s.pool)
+			if err := s.rollOut(ctx); err != nil && ctx.Err() == nil {
+				logf("pool simulator: %v", err)
 			}
 		}
 		select {
@@ -178,9 +188,146 @@ func (s *poolSim) run(ctx context.Context, vpcName string) {
 	}
 }
 
-// planMachineConfigExists tells whether the VirtPlatformConfig is approved (spec.action
-// Apply) and a MachineConfig its plan writes exists.
-func (s *poolSim) planMachineConfigExists(ctx context.Context, vpcName string) bool {
+// rollOut brings the generated kubelet MachineConfig up to date with the KubeletConfigs,
+// then renders the pool if its MachineConfigs changed.
+func (s *poolSim) rollOut(ctx context.Context) error {
+	if err := s.syncKubeletConfigs(ctx); err != nil {
+		return err
+	}
+	changed, err := s.render(ctx, false)
+	if err != nil {
+		return err
+	}
+	if changed {
+		logf("pool simulator: MachineConfigPool %s Updated", s.pool)
+	}
+	return nil
+}
+
+// syncKubeletConfigs plays the kubelet config controller of the Machine Config Operator: the
+// KubeletConfigs whose machineConfigPoolSelector selects the pool become one MachineConfig,
+// 99-<pool>-generated-kubelet, whose file holds their specs (so a changed KubeletConfig
+// changes it), and each is reported Success; with none, that MachineConfig is deleted. It
+// writes the MachineConfig only when those specs changed since the last write.
+func (s *poolSim) syncKubeletConfigs(ctx context.Context) error {
+	if !s.kubeletConfigs {
+		return nil
+	}
+	list, err := s.dyn.Resource(kcGVR).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("list KubeletConfigs: %w", err)
+	}
+	if len(list.Items) == 0 && s.kubeletSpecs == "" {
+		return nil
+	}
+	pool, err := s.dyn.Resource(mcpGVR).Get(ctx, s.pool, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("get MachineConfigPool %s: %w", s.pool, err)
+	}
+	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].GetName() < list.Items[j].GetName() })
+	var selected []unstructured.Unstructured
+	var specs strings.Builder
+	for _, kc := range list.Items {
+		if !selectsPool(&kc, pool) {
+			continue
+		}
+		spec, err := json.Marshal(kc.Object["spec"])
+		if err != nil {
+			return fmt.Errorf("KubeletConfig %s: %w", kc.GetName(), err)
+		}
+		selected = append(selected, kc)
+		_, _ = fmt.Fprintf(&specs, "%s %s\n", kc.GetName(), spec)
+	}
+
+	name := "99-" + s.pool + "-generated-kubelet"
+	if specs.String() != s.kubeletSpecs {
+		if specs.Len() == 0 {
+			err := s.dyn.Resource(mcGVR).Delete(ctx, name, metav1.DeleteOptions{})
+			if err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("delete MachineConfig %s: %w", name, err)
+			}
+		} else {
+			role, _, _ := unstructured.NestedString(pool.Object, "spec", "machineConfigSelector", "matchLabels", roleLabel)
+			if err := s.applyGeneratedKubelet(ctx, name, role, specs.String()); err != nil {
+				return err
+			}
+		}
+		s.kubeletSpecs = specs.String()
+	}
+
+	for _, kc := range selected {
+		observed, _, _ := unstructured.NestedInt64(kc.Object, "status", "observedGeneration")
+		if observed == kc.GetGeneration() {
+			continue
+		}
+		status := map[string]any{"status": map[string]any{
+			"observedGeneration": kc.GetGeneration(),
+			"conditions": []any{map[string]any{
+				"type": "Success", "status": "True", "reason": "", "message": "Success",
+				"lastTransitionTime": time.Now().UTC().Format(time.RFC3339),
+			}},
+		}}
+		data, err := json.Marshal(status)
+		if err != nil {
+			return err
+		}
+		if _, err := s.dyn.Resource(kcGVR).Patch(ctx, kc.GetName(), types.MergePatchType, data,
+			metav1.PatchOptions{FieldManager: fieldManager}, "status"); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("report KubeletConfig %s Success: %w", kc.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// applyGeneratedKubelet server-side applies the generated kubelet MachineConfig of the pool's
+// role, its kubelet.conf file holding specs.
+func (s *poolSim) applyGeneratedKubelet(ctx context.Context, name, role, specs string) error {
+	mc := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "machineconfiguration.openshift.io/v1",
+		"kind":       "MachineConfig",
+		"metadata":   map[string]any{"name": name, "labels": map[string]any{roleLabel: role}},
+		"spec": map[string]any{
+			"config": map[string]any{
+				"ignition": map[string]any{"version": "3.2.0"},
+				"storage": map[string]any{"files": []any{map[string]any{
+					"path":      "/etc/kubernetes/kubelet.conf",
+					"mode":      int64(420),
+					"overwrite": true,
+					"contents": map[string]any{
+						"source": "data:text/plain;charset=utf-8;base64," + base64.StdEncoding.EncodeToString([]byte(specs)),
+					},
+				}}},
+			},
+		},
+	}}
+	opts := metav1.ApplyOptions{FieldManager: fieldManager, Force: true}
+	if _, err := s.dyn.Resource(mcGVR).Apply(ctx, name, mc, opts); err != nil {
+		return fmt.Errorf("apply MachineConfig %s: %w", name, err)
+	}
+	return nil
+}
+
+// selectsPool tells whether the KubeletConfig's machineConfigPoolSelector selects the pool;
+// an empty or missing selector selects none.
+func selectsPool(kc, pool *unstructured.Unstructured) bool {
+	raw, found, _ := unstructured.NestedMap(kc.Object, "spec", "machineConfigPoolSelector")
+	if !found {
+		return false
+	}
+	var ls metav1.LabelSelector
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &ls); err != nil {
+		return false
+	}
+	sel, err := metav1.LabelSelectorAsSelector(&ls)
+	if err != nil || sel.Empty() {
+		return false
+	}
+	return sel.Matches(labels.Set(pool.GetLabels()))
+}
+
+// planTargetExists tells whether the VirtPlatformConfig is approved (spec.action Apply) and
+// a MachineConfig or KubeletConfig its plan writes exists.
+func (s *poolSim) planTargetExists(ctx context.Context, vpcName string) bool {
 	vpc, err := s.dyn.Resource(vpcGVR).Get(ctx, vpcName, metav1.GetOptions{})
 	if err != nil {
 		return false
@@ -193,10 +340,19 @@ func (s *poolSim) planMachineConfigExists(ctx context.Context, vpcName string) b
 		item, _ := it.(map[string]any)
 		kind, _, _ := unstructured.NestedString(item, "targetRef", "kind")
 		name, _, _ := unstructured.NestedString(item, "targetRef", "name")
-		if kind != "MachineConfig" || name == "" {
+		if name == "" {
 			continue
 		}
-		if _, err := s.dyn.Resource(mcGVR).Get(ctx, name, metav1.GetOptions{}); err == nil {
+		var ri dynamic.ResourceInterface
+		switch {
+		case kind == "MachineConfig":
+			ri = s.dyn.Resource(mcGVR)
+		case kind == "KubeletConfig" && s.kubeletConfigs:
+			ri = s.dyn.Resource(kcGVR)
+		default:
+			continue
+		}
+		if _, err := ri.Get(ctx, name, metav1.GetOptions{}); err == nil {
 			return true
 		}
 	}

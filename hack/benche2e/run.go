@@ -48,7 +48,7 @@ func runOnce(ctx context.Context, opts *options, pc profileCase, n int) (res run
 		_ = os.RemoveAll(dir)
 	}()
 
-	cp, err := startControlPlane(opts, dir)
+	cp, err := startControlPlane(opts, pc, dir)
 	if err != nil {
 		return res, err
 	}
@@ -59,11 +59,16 @@ func runOnce(ctx context.Context, opts *options, pc profileCase, n int) (res run
 	if err := cp.createNamespace(ctx, opts.managerNS); err != nil {
 		return res, err
 	}
-	baseline := filepath.Join(opts.root, "config", "samples", "mock_baseline_resources.yaml")
-	if err := cp.applyFile(ctx, baseline); err != nil {
+	for _, manifest := range append([]string{commonBaseline}, pc.baseline...) {
+		if err := cp.applyFile(ctx, filepath.Join(opts.root, filepath.FromSlash(manifest))); err != nil {
+			return res, err
+		}
+	}
+	kubeletConfigs, err := cp.serves(kubeletConfigGVK)
+	if err != nil {
 		return res, err
 	}
-	sim := &poolSim{dyn: cp.dyn, pool: "worker", machines: 3}
+	sim := &poolSim{dyn: cp.dyn, pool: "worker", machines: 3, kubeletConfigs: kubeletConfigs}
 	if _, err := sim.render(ctx, true); err != nil {
 		return res, err
 	}
@@ -125,7 +130,7 @@ func runOnce(ctx context.Context, opts *options, pc profileCase, n int) (res run
 	if err != nil {
 		return res, fmt.Errorf("apply stage: %w\nmanager log:\n%s", err, m.logTail())
 	}
-	logf("%s: %s after %.3fs", pc.name, stageApply, doneAt.Sub(applyStart).Seconds())
+	logf("%s: %s after %.3fs (items: %s)", pc.name, stageApply, doneAt.Sub(applyStart).Seconds(), pw.itemStates())
 
 	res = runResult{profile: pc.name, run: n}
 	if res.peakRSSMiB, err = m.peakRSSMiB(); err != nil {

@@ -68,7 +68,7 @@ var profileCases = []profileCase{
 			"remediation.medik8s.io/nodehealthchecks.yaml",
 			"self-node-remediation.medik8s.io/selfnoderemediationtemplates.yaml",
 		},
-		baseline: []string{"hack/benche2e/testdata/platform_baseline_cluster.yaml"},
+		baseline: []string{"test/e2e/testdata/platform_baseline_cluster.yaml"},
 	},
 }
 

@@ -14,11 +14,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/kubevirt/virt-advisor-operator/internal/targets"
 )
 
 const roleLabel = "machineconfiguration.openshift.io/role"
@@ -228,7 +228,7 @@ func (s *poolSim) syncKubeletConfigs(ctx context.Context) error {
 	var selected []unstructured.Unstructured
 	var specs strings.Builder
 	for _, kc := range list.Items {
-		if !selectsPool(&kc, pool) {
+		if !targets.KubeletConfigSelects(pool, &kc) {
 			continue
 		}
 		spec, err := json.Marshal(kc.Object["spec"])
@@ -305,24 +305,6 @@ func (s *poolSim) applyGeneratedKubelet(ctx context.Context, name, role, specs s
 		return fmt.Errorf("apply MachineConfig %s: %w", name, err)
 	}
 	return nil
-}
-
-// selectsPool tells whether the KubeletConfig's machineConfigPoolSelector selects the pool;
-// an empty or missing selector selects none.
-func selectsPool(kc, pool *unstructured.Unstructured) bool {
-	raw, found, _ := unstructured.NestedMap(kc.Object, "spec", "machineConfigPoolSelector")
-	if !found {
-		return false
-	}
-	var ls metav1.LabelSelector
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &ls); err != nil {
-		return false
-	}
-	sel, err := metav1.LabelSelectorAsSelector(&ls)
-	if err != nil || sel.Empty() {
-		return false
-	}
-	return sel.Matches(labels.Set(pool.GetLabels()))
 }
 
 // planTargetExists tells whether the VirtPlatformConfig is approved (spec.action Apply) and

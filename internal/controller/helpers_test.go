@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -14,7 +13,6 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -67,31 +65,17 @@ func resetCluster() {
 
 func deleteAndWait(obj client.Object) {
 	GinkgoHelper()
-	// Deleted again while it exists: a reconcile still in flight may write it once more.
-	Eventually(func() bool {
-		Expect(client.IgnoreNotFound(k8s.Delete(ctx, obj))).To(Succeed())
-		return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj))
-	}).Should(BeTrue(), "%s was not deleted", obj.GetName())
+	testenv.DeleteAndWait(ctx, k8s, obj)
 }
 
 func object(gvk schema.GroupVersionKind, key types.NamespacedName) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(gvk)
-	u.SetNamespace(key.Namespace)
-	u.SetName(key.Name)
-	return u
+	return testenv.Object(gvk, key)
 }
 
 // read returns the live object, or nil when it does not exist.
 func read(gvk schema.GroupVersionKind, key types.NamespacedName) *unstructured.Unstructured {
 	GinkgoHelper()
-	u := object(gvk, key)
-	err := k8s.Get(ctx, key, u)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	Expect(err).NotTo(HaveOccurred())
-	return u
+	return testenv.Read(ctx, k8s, gvk, key)
 }
 
 func descheduler() *unstructured.Unstructured {
@@ -184,24 +168,12 @@ func waitPhase(p advisorv1alpha1.Phase) *advisorv1alpha1.VirtPlatformConfig {
 }
 
 func describeConditions(vpc *advisorv1alpha1.VirtPlatformConfig) string {
-	var parts []string
-	for _, c := range vpc.Status.Conditions {
-		if c.Status == metav1.ConditionTrue {
-			parts = append(parts, fmt.Sprintf("%s(%s: %s)", c.Type, c.Reason, c.Message))
-		}
-	}
-	return strings.Join(parts, "; ")
+	return testenv.DescribeConditions(vpc)
 }
 
 func item(vpc *advisorv1alpha1.VirtPlatformConfig, name string) advisorv1alpha1.PlanItem {
 	GinkgoHelper()
-	for _, it := range vpc.Status.Items {
-		if it.Name == name {
-			return it
-		}
-	}
-	Fail("no item " + name)
-	return advisorv1alpha1.PlanItem{}
+	return testenv.Item(vpc, name)
 }
 
 func itemState(name string) advisorv1alpha1.ItemState {

@@ -53,7 +53,7 @@ func HealthCheckFor(gk schema.GroupKind) HealthCheck {
 	case MachineConfig.GroupKind():
 		return poolRollout{selects: machineConfigSelects, describe: "MachineConfig"}
 	case KubeletConfig.GroupKind():
-		return poolRollout{selects: kubeletConfigSelects, describe: "KubeletConfig", failure: kubeletConfigFailure}
+		return poolRollout{selects: KubeletConfigSelects, describe: "KubeletConfig", failure: kubeletConfigFailure}
 	}
 	return applied{}
 }
@@ -232,8 +232,9 @@ func machineConfigSelects(pool, mc *unstructured.Unstructured) bool {
 	return selectorMatches(pool.Object, []string{"spec", "machineConfigSelector"}, mc.GetLabels())
 }
 
-// kubeletConfigSelects: the KubeletConfig's machineConfigPoolSelector matches the pool's labels.
-func kubeletConfigSelects(pool, kc *unstructured.Unstructured) bool {
+// KubeletConfigSelects tells whether the KubeletConfig's machineConfigPoolSelector selects the
+// pool; an empty or missing selector selects none.
+func KubeletConfigSelects(pool, kc *unstructured.Unstructured) bool {
 	return selectorMatches(kc.Object, []string{"spec", "machineConfigPoolSelector"}, pool.GetLabels())
 }
 

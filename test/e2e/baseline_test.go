@@ -15,62 +15,6 @@ import (
 
 const baselineVPC = "vpc/platform-baseline"
 
-// baselineCluster is what the platform-baseline profile decides from: three workers, all with
-// Intel CPUs, two of them with several NUMA nodes (as Node Feature Discovery labels them), a
-// control-plane node that is no worker, and the Self Node Remediation Operator's default
-// template.
-const baselineCluster = `apiVersion: v1
-kind: Node
-metadata:
-  name: baseline-worker-0
-  labels:
-    node-role.kubernetes.io/worker: ""
-    feature.node.kubernetes.io/cpu-model.vendor_id: Intel
-    feature.node.kubernetes.io/memory-numa: "true"
----
-apiVersion: v1
-kind: Node
-metadata:
-  name: baseline-worker-1
-  labels:
-    node-role.kubernetes.io/worker: ""
-    feature.node.kubernetes.io/cpu-model.vendor_id: Intel
-    feature.node.kubernetes.io/memory-numa: "true"
----
-apiVersion: v1
-kind: Node
-metadata:
-  name: baseline-worker-2
-  labels:
-    node-role.kubernetes.io/worker: ""
-    feature.node.kubernetes.io/cpu-model.vendor_id: Intel
----
-apiVersion: v1
-kind: Node
-metadata:
-  name: baseline-master-0
-  labels:
-    node-role.kubernetes.io/control-plane: ""
-    node-role.kubernetes.io/master: ""
-    feature.node.kubernetes.io/cpu-model.vendor_id: Intel
-    feature.node.kubernetes.io/memory-numa: "true"
----
-apiVersion: v1
-kind: Namespace
-metadata:
-  name: openshift-workload-availability
----
-apiVersion: self-node-remediation.medik8s.io/v1alpha1
-kind: SelfNodeRemediationTemplate
-metadata:
-  name: self-node-remediation-automatic-strategy-template
-  namespace: openshift-workload-availability
-spec:
-  template:
-    spec:
-      remediationStrategy: Automatic
-`
-
 var _ = Describe("An administrator laying down the platform baseline with kubectl", Ordered, func() {
 	// The swap MachineConfig is also virt-higher-density's: it is removed at the end only
 	// when this container created it, so the other containers find the cluster as before.
@@ -139,7 +83,7 @@ var _ = Describe("An administrator laying down the platform baseline with kubect
 	It("sets up the worker pool, three labelled workers and the Self Node Remediation template", func() {
 		kubectl("apply", "-f", testenv.Path("config", "samples", "mock_baseline_resources.yaml"))
 		script("simulate-pool-rollout.sh", "worker")
-		kubectl("apply", "-f", manifest("baseline-cluster.yaml", baselineCluster))
+		kubectl("apply", "-f", testenv.Path("test", "e2e", "testdata", "platform_baseline_cluster.yaml"))
 		Expect(kubectl("get", "nodes", "-l", "node-role.kubernetes.io/worker", "-o", "name")).
 			To(ContainSubstring("node/baseline-worker-2"))
 	})

@@ -14,6 +14,7 @@ import (
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
 	"github.com/kubevirt/virt-advisor-operator/internal/profiles/loadaware"
+	"github.com/kubevirt/virt-advisor-operator/internal/testenv"
 )
 
 // outage is how long the API server stays down.
@@ -70,7 +71,7 @@ var _ = Describe("The API server stopped and started again on the same etcd", fu
 
 		By("execution resumes: the KubeDescheduler is recorded as applied without a second apply, the MachineConfig is applied")
 		waitingForPool(2 * time.Minute)
-		Expect(item(getConfig(), loadaware.ItemDescheduler).State).To(Equal(advisorv1alpha1.ItemCompleted))
+		Expect(testenv.Item(getConfig(), loadaware.ItemDescheduler).State).To(Equal(advisorv1alpha1.ItemCompleted))
 		Expect(appliesOf(mark, deschedulerTarget)).To(HaveLen(1))
 		Expect(appliesOf(mark, psiTarget)).To(HaveLen(1))
 
@@ -87,7 +88,7 @@ var _ = Describe("The API server stopped and started again on the same etcd", fu
 		// record of its apply comes from finding it already applied. (Whether the Event
 		// saying so arrives depends on whether the API server still took it before it went
 		// away: Events are not retried past the process.)
-		Expect(item(vpc, loadaware.ItemDescheduler).Applied).NotTo(BeNil(), "the KubeDescheduler's apply is recorded")
+		Expect(testenv.Item(vpc, loadaware.ItemDescheduler).Applied).NotTo(BeNil(), "the KubeDescheduler's apply is recorded")
 		Expect(eventReasons()).NotTo(ContainElement(advisorv1alpha1.ReasonPlanStale))
 		m.reportProcesses(1)
 	})
@@ -121,7 +122,7 @@ func apiServerOutage(d time.Duration, whileDown func()) {
 	Eventually(apiServerReady).Should(Succeed())
 	// The CRDs are served again and what etcd holds is there.
 	Eventually(func() error { return k8s.Get(ctx, objectKey(configName), &advisorv1alpha1.VirtPlatformConfig{}) }).Should(Succeed())
-	Eventually(func() error { return k8s.Get(ctx, deschedulerKey, object(deschedulerGVK, deschedulerKey)) }).Should(Succeed())
+	Eventually(func() error { return k8s.Get(ctx, deschedulerKey, testenv.Object(deschedulerGVK, deschedulerKey)) }).Should(Succeed())
 	By(fmt.Sprintf("the API server on port %s was unreachable for %s (its process exited %s after SIGTERM) and serves again on the same port",
 		port, time.Since(down).Round(100*time.Millisecond), exited.Round(100*time.Millisecond)))
 }

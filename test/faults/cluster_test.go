@@ -15,7 +15,6 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -48,46 +47,18 @@ var (
 // worker pool rolled out without the PSI MachineConfig.
 func resetCluster() {
 	GinkgoHelper()
-	deleteAndWait(&advisorv1alpha1.VirtPlatformConfig{ObjectMeta: metav1.ObjectMeta{Name: configName}})
+	testenv.DeleteAndWait(ctx, k8s, &advisorv1alpha1.VirtPlatformConfig{ObjectMeta: metav1.ObjectMeta{Name: configName}})
 	liftPolicies()
-	deleteAndWait(object(mcGVK, psiKey))
-	deleteAndWait(object(deschedulerGVK, deschedulerKey))
+	testenv.DeleteAndWait(ctx, k8s, testenv.Object(mcGVK, psiKey))
+	testenv.DeleteAndWait(ctx, k8s, testenv.Object(deschedulerGVK, deschedulerKey))
 	kubectl("apply", "-f", testenv.Path("config", "samples", "mock_baseline_resources.yaml"))
 	rolloutPool()
-}
-
-func deleteAndWait(obj client.Object) {
-	GinkgoHelper()
-	Eventually(func() bool {
-		Expect(client.IgnoreNotFound(k8s.Delete(ctx, obj))).To(Succeed())
-		return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj))
-	}).Should(BeTrue(), "%s was not deleted", obj.GetName())
-}
-
-func object(gvk schema.GroupVersionKind, key types.NamespacedName) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(gvk)
-	u.SetNamespace(key.Namespace)
-	u.SetName(key.Name)
-	return u
-}
-
-// read returns the live object, or nil when it does not exist.
-func read(gvk schema.GroupVersionKind, key types.NamespacedName) *unstructured.Unstructured {
-	GinkgoHelper()
-	u := object(gvk, key)
-	err := k8s.Get(ctx, key, u)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	Expect(err).NotTo(HaveOccurred())
-	return u
 }
 
 // deschedulerProfiles reads the KubeDescheduler's spec.profiles ("" when it is absent).
 func deschedulerProfiles() string {
 	GinkgoHelper()
-	u := read(deschedulerGVK, deschedulerKey)
+	u := testenv.Read(ctx, k8s, deschedulerGVK, deschedulerKey)
 	if u == nil {
 		return ""
 	}
@@ -180,30 +151,9 @@ func waitPhase(p advisorv1alpha1.Phase, timeout time.Duration) *advisorv1alpha1.
 		vpc = &advisorv1alpha1.VirtPlatformConfig{}
 		g.Expect(k8s.Get(ctx, types.NamespacedName{Name: configName}, vpc)).To(Succeed())
 		g.Expect(vpc.Status.ObservedGeneration).To(Equal(vpc.Generation))
-		g.Expect(vpc.Status.Phase).To(Equal(p), "conditions: %s", describeConditions(vpc))
+		g.Expect(vpc.Status.Phase).To(Equal(p), "conditions: %s", testenv.DescribeConditions(vpc))
 	}).WithTimeout(timeout).Should(Succeed())
 	return vpc
-}
-
-func describeConditions(vpc *advisorv1alpha1.VirtPlatformConfig) string {
-	var parts []string
-	for _, c := range vpc.Status.Conditions {
-		if c.Status == metav1.ConditionTrue {
-			parts = append(parts, fmt.Sprintf("%s(%s: %s)", c.Type, c.Reason, c.Message))
-		}
-	}
-	return strings.Join(parts, "; ")
-}
-
-func item(vpc *advisorv1alpha1.VirtPlatformConfig, name string) advisorv1alpha1.PlanItem {
-	GinkgoHelper()
-	for _, it := range vpc.Status.Items {
-		if it.Name == name {
-			return it
-		}
-	}
-	Fail("no item " + name)
-	return advisorv1alpha1.PlanItem{}
 }
 
 // waitingForPool waits until the PSI MachineConfig is applied and its item waits for the
@@ -213,7 +163,7 @@ func waitingForPool(timeout time.Duration) {
 	Eventually(func(g Gomega) {
 		vpc := getConfig()
 		g.Expect(vpc.Status.Phase).To(Equal(advisorv1alpha1.PhaseInProgress))
-		psi := item(vpc, loadaware.ItemPSI)
+		psi := testenv.Item(vpc, loadaware.ItemPSI)
 		g.Expect(psi.State).To(Equal(advisorv1alpha1.ItemInProgress))
 		g.Expect(psi.Applied).NotTo(BeNil())
 		g.Expect(psi.Message).To(ContainSubstring("MachineConfigPool worker"))
@@ -231,7 +181,7 @@ func expectCompletedAsPlanned(vpc *advisorv1alpha1.VirtPlatformConfig) {
 	}
 	Expect(vpc.Status.ItemsSummary).To(Equal("2/2"))
 	Expect(deschedulerProfiles()).To(Equal(appliedProfiles))
-	mc := read(mcGVK, psiKey)
+	mc := testenv.Read(ctx, k8s, mcGVK, psiKey)
 	Expect(mc).NotTo(BeNil())
 	kargs, _, _ := unstructured.NestedStringSlice(mc.Object, "spec", "kernelArguments")
 	Expect(kargs).To(Equal([]string{"psi=1"}))

@@ -8,6 +8,7 @@ import (
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
 	"github.com/kubevirt/virt-advisor-operator/internal/profiles/loadaware"
+	"github.com/kubevirt/virt-advisor-operator/internal/testenv"
 )
 
 var _ = Describe("A manager killed with SIGKILL between an item's apply and its status write", func() {
@@ -29,10 +30,10 @@ var _ = Describe("A manager killed with SIGKILL between an item's apply and its 
 		By("killing the manager with SIGKILL")
 		m.kill()
 		vpc := getConfig()
-		Expect(item(vpc, loadaware.ItemDescheduler).Applied).To(BeNil(), "the status does not know about the apply")
-		Expect(item(vpc, loadaware.ItemPSI).State).To(Equal(advisorv1alpha1.ItemPending))
+		Expect(testenv.Item(vpc, loadaware.ItemDescheduler).Applied).To(BeNil(), "the status does not know about the apply")
+		Expect(testenv.Item(vpc, loadaware.ItemPSI).State).To(Equal(advisorv1alpha1.ItemPending))
 		Expect(deschedulerProfiles()).To(Equal(appliedProfiles), "the apply went through")
-		Expect(read(mcGVK, psiKey)).To(BeNil())
+		Expect(testenv.Read(ctx, k8s, mcGVK, psiKey)).To(BeNil())
 
 		By("lifting the hold and starting the manager again (it waits for the dead leader's lease to expire)")
 		releaseHold()

@@ -16,6 +16,7 @@ import (
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
 	"github.com/kubevirt/virt-advisor-operator/internal/plan"
 	"github.com/kubevirt/virt-advisor-operator/internal/profiles/loadaware"
+	"github.com/kubevirt/virt-advisor-operator/internal/testenv"
 )
 
 var _ = Describe("Deletions during execution", Ordered, func() {
@@ -37,7 +38,7 @@ var _ = Describe("Deletions during execution", Ordered, func() {
 		waitingForPool(time.Minute)
 
 		By("deleting the KubeDescheduler while the MachineConfig item waits for its pool, then rolling the pool out")
-		deleteAndWait(object(deschedulerGVK, deschedulerKey))
+		testenv.DeleteAndWait(ctx, k8s, testenv.Object(deschedulerGVK, deschedulerKey))
 		rolloutPool()
 		vpc := waitPhase(advisorv1alpha1.PhaseDrifted, time.Minute)
 		drifted := meta.FindStatusCondition(vpc.Status.Conditions, advisorv1alpha1.ConditionDrifted)
@@ -45,15 +46,15 @@ var _ = Describe("Deletions during execution", Ordered, func() {
 		Expect(drifted.Message).To(ContainSubstring("enable-load-aware-descheduling (KubeDescheduler cluster"))
 		Expect(drifted.Message).To(ContainSubstring(`"approvedPlanHash":"` + vpc.Status.PlanHash + `"`))
 		Expect(meta.IsStatusConditionFalse(vpc.Status.Conditions, advisorv1alpha1.ConditionReady)).To(BeTrue())
-		descheduler := item(vpc, loadaware.ItemDescheduler)
+		descheduler := testenv.Item(vpc, loadaware.ItemDescheduler)
 		Expect(descheduler.State).To(Equal(advisorv1alpha1.ItemPending))
 		Expect(descheduler.Message).To(HavePrefix("drifted:"))
 		Expect(descheduler.Diff).To(HavePrefix("--- /dev/null"), "the correction re-creates the KubeDescheduler")
 		Expect(descheduler.Diff).To(ContainSubstring("+  - KubeVirtRelieveAndMigrate"))
-		Expect(item(vpc, loadaware.ItemPSI).State).To(Equal(advisorv1alpha1.ItemCompleted), "the later item is not lost")
+		Expect(testenv.Item(vpc, loadaware.ItemPSI).State).To(Equal(advisorv1alpha1.ItemCompleted), "the later item is not lost")
 		Expect(vpc.Status.ItemsSummary).To(Equal("1/2"))
 		Expect(eventReasons()).To(ContainElement(string(advisorv1alpha1.PhaseDrifted)))
-		Consistently(func() bool { return read(deschedulerGVK, deschedulerKey) == nil }).Should(BeTrue(),
+		Consistently(func() bool { return testenv.Read(ctx, k8s, deschedulerGVK, deschedulerKey) == nil }).Should(BeTrue(),
 			"nothing re-creates the KubeDescheduler before the correction is approved")
 		Expect(appliesOf(mark, deschedulerTarget)).To(HaveLen(1))
 
@@ -81,7 +82,7 @@ var _ = Describe("Deletions during execution", Ordered, func() {
 		waitAppliedNotRecorded(mark, deschedulerTarget)
 
 		By("deleting the VirtPlatformConfig, then lifting the hold")
-		deleteAndWait(&advisorv1alpha1.VirtPlatformConfig{ObjectMeta: metav1.ObjectMeta{Name: configName}})
+		testenv.DeleteAndWait(ctx, k8s, &advisorv1alpha1.VirtPlatformConfig{ObjectMeta: metav1.ObjectMeta{Name: configName}})
 		deleted := audit.mark()
 		liftPolicies()
 		Eventually(func() []string { return configSeries(metricsURL) }).Should(BeEmpty(), "metric series of the deleted config remain")
@@ -101,10 +102,10 @@ var _ = Describe("Deletions during execution", Ordered, func() {
 			By(fmt.Sprintf("refused after the delete: %s %s (%d)", e.Verb, e.RequestURI, e.ResponseStatus.Code))
 		}
 
-		Expect(read(mcGVK, psiKey)).To(BeNil(), "the MachineConfig item never ran")
+		Expect(testenv.Read(ctx, k8s, mcGVK, psiKey)).To(BeNil(), "the MachineConfig item never ran")
 		Expect(deschedulerProfiles()).To(Equal(appliedProfiles), "what was applied stays")
-		Expect(read(deschedulerGVK, deschedulerKey).GetLabels()).To(HaveKeyWithValue("advisor.kubevirt.io/managed-by", "virt-advisor-operator"))
-		Expect(read(deschedulerGVK, deschedulerKey).GetManagedFields()).To(ContainElement(
+		Expect(testenv.Read(ctx, k8s, deschedulerGVK, deschedulerKey).GetLabels()).To(HaveKeyWithValue("advisor.kubevirt.io/managed-by", "virt-advisor-operator"))
+		Expect(testenv.Read(ctx, k8s, deschedulerGVK, deschedulerKey).GetManagedFields()).To(ContainElement(
 			HaveField("Manager", plan.FieldManagerFor(string(advisorv1alpha1.ProfileLoadAwareRebalancing)))), "the profile still co-owns what it applied")
 		counts := reportApplies(mark)
 		Expect(counts[deschedulerTarget].applied).To(Equal(1))

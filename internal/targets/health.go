@@ -186,31 +186,36 @@ func rolloutOf(pool, obj *unstructured.Unstructured, baseline string, listsByNam
 func (p poolRollout) pools(ctx context.Context, reader client.Reader, obj *unstructured.Unstructured) ([]unstructured.Unstructured, bool, error) {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(MachineConfigPool.GVK.GroupVersion().WithKind("MachineConfigPoolList"))
-	// Which pools select obj is read from the API server's watch cache (resourceVersion
-	// 0): a consistent list waits for that cache to catch up with every write to any kind,
-	// tens of milliseconds on a busy API server. Each selecting pool, whose status tells
-	// the rollout, is then read as it is now.
-	if err := reader.List(ctx, list, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}}); err != nil {
-		if meta.IsNoMatchError(err) {
-			return nil, false, nil
-		}
-		return nil, false, fmt.Errorf("list MachineConfigPools: %w", err)
-	}
+	// Which pools select obj is read from the API server's watch cache first (see
+	// fromWatchCache); when it shows none, from a consistent list, as a pool created a
+	// moment ago may not be in the watch cache yet. Each selecting pool, whose status
+	// tells the rollout, is then read as it is now.
 	var out []unstructured.Unstructured
-	for i := range list.Items {
-		if !p.selects(&list.Items[i], obj) {
-			continue
+	for _, opts := range [][]client.ListOption{{fromWatchCache}, nil} {
+		if err := reader.List(ctx, list, opts...); err != nil {
+			if meta.IsNoMatchError(err) {
+				return nil, false, nil
+			}
+			return nil, false, fmt.Errorf("list MachineConfigPools: %w", err)
 		}
-		pool := &unstructured.Unstructured{}
-		pool.SetGroupVersionKind(MachineConfigPool.GVK)
-		if err := reader.Get(ctx, client.ObjectKeyFromObject(&list.Items[i]), pool); err != nil {
-			if apierrors.IsNotFound(err) {
+		for i := range list.Items {
+			if !p.selects(&list.Items[i], obj) {
 				continue
 			}
-			return nil, false, fmt.Errorf("read MachineConfigPool %s: %w", list.Items[i].GetName(), err)
+			pool := &unstructured.Unstructured{}
+			pool.SetGroupVersionKind(MachineConfigPool.GVK)
+			if err := reader.Get(ctx, client.ObjectKeyFromObject(&list.Items[i]), pool); err != nil {
+				if apierrors.IsNotFound(err) {
+					continue
+				}
+				return nil, false, fmt.Errorf("read MachineConfigPool %s: %w", list.Items[i].GetName(), err)
+			}
+			if p.selects(pool, obj) {
+				out = append(out, *pool)
+			}
 		}
-		if p.selects(pool, obj) {
-			out = append(out, *pool)
+		if len(out) > 0 {
+			break
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].GetName() < out[j].GetName() })

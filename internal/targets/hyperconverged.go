@@ -114,6 +114,11 @@ func ServedHyperConvergedVersion(ctx context.Context, reader client.Reader) (str
 	return "", nil
 }
 
+// fromWatchCache lists from the API server's watch cache (resourceVersion 0), which may be
+// a moment behind: a consistent list instead waits for that cache to catch up with every
+// write to any kind, tens of milliseconds on a busy API server.
+var fromWatchCache = &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}}
+
 // FindHyperConverged lists the HyperConverged objects at the version the cluster serves.
 // It returns nil when the CRD is missing or there is none; several are an error that says
 // which, since the operator cannot tell which one the administrator means.
@@ -125,11 +130,29 @@ func FindHyperConverged(ctx context.Context, reader client.Reader) (*HyperConver
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(HyperConverged.GVK.GroupVersion().WithKind("HyperConvergedList"))
 	list.SetAPIVersion(HyperConverged.GVK.Group + "/" + version)
-	// The list only finds where the HyperConverged is, from the API server's watch cache
-	// (resourceVersion 0): a consistent list waits for that cache to catch up with every
-	// write to any kind, tens of milliseconds on a busy API server. The one found is then
-	// read as it is now.
-	if err := reader.List(ctx, list, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}}); err != nil {
+	// Where the HyperConverged is, is read from the API server's watch cache first (see
+	// fromWatchCache), and the one found is then read as it is now. Anything but exactly
+	// one is confirmed by a consistent list, as an object created or deleted a moment ago
+	// may not be in the watch cache yet.
+	if err := reader.List(ctx, list, fromWatchCache); err != nil {
+		if meta.IsNoMatchError(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("list HyperConverged: %w", err)
+	}
+	if len(list.Items) == 1 {
+		found := &list.Items[0]
+		hco := &unstructured.Unstructured{}
+		hco.SetGroupVersionKind(found.GroupVersionKind())
+		err := reader.Get(ctx, client.ObjectKeyFromObject(found), hco)
+		if err == nil {
+			return &HyperConvergedInstance{Object: hco, Fields: HyperConvergedFields{Version: version}}, nil
+		}
+		if !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("read HyperConverged %s/%s: %w", found.GetNamespace(), found.GetName(), err)
+		}
+	}
+	if err := reader.List(ctx, list); err != nil {
 		if meta.IsNoMatchError(err) {
 			return nil, nil
 		}
@@ -139,16 +162,7 @@ func FindHyperConverged(ctx context.Context, reader client.Reader) (*HyperConver
 	case 0:
 		return nil, nil
 	case 1:
-		found := &list.Items[0]
-		hco := &unstructured.Unstructured{}
-		hco.SetGroupVersionKind(found.GroupVersionKind())
-		if err := reader.Get(ctx, client.ObjectKeyFromObject(found), hco); err != nil {
-			if apierrors.IsNotFound(err) {
-				return nil, nil
-			}
-			return nil, fmt.Errorf("read HyperConverged %s/%s: %w", found.GetNamespace(), found.GetName(), err)
-		}
-		return &HyperConvergedInstance{Object: hco, Fields: HyperConvergedFields{Version: version}}, nil
+		return &HyperConvergedInstance{Object: &list.Items[0], Fields: HyperConvergedFields{Version: version}}, nil
 	}
 	names := make([]string, 0, len(list.Items))
 	for _, it := range list.Items {

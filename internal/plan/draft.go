@@ -317,8 +317,13 @@ func (e *Engine) draftItem(ctx context.Context, rec *Recorder, profile, manager 
 	if len(c.Conflicts) > 0 {
 		pi.Message += "; approving it takes over fields another manager owns: " + describeConflicts(c.Conflicts)
 	}
-	if c.Diff == NoChanges {
+	switch {
+	case c.Diff == NoChanges:
 		pi.ImpactSeverity = advisorv1alpha1.ImpactLow
+	case c.MetadataOnly && pi.ImpactSeverity != advisorv1alpha1.ImpactLow:
+		// Marking a target as co-owned changes nothing it configures: nothing rolls out.
+		pi.ImpactSeverity = advisorv1alpha1.ImpactLow
+		pi.Message += "; only this profile's ownership marks change, so nothing rolls out"
 	}
 	return pi, nil, nil
 }
@@ -370,6 +375,9 @@ type Check struct {
 	Conflicts []advisorv1alpha1.FieldConflict
 	// ChangedPaths are the managed paths whose live value differs from the plan.
 	ChangedPaths []string
+	// MetadataOnly: the target exists and applying changes only its metadata (this
+	// profile's ownership marks), nothing it configures.
+	MetadataOnly bool
 }
 
 // OwnershipOnly starts the diff of an item whose target already holds the planned values
@@ -408,8 +416,20 @@ func (e *Engine) check(ctx context.Context, manager string, desired, live *unstr
 	}
 	if diff != NoChanges {
 		c.ChangedPaths = changedPaths(paths, normalized(live, norms...), normalized(planned, norms...))
+		c.MetadataOnly = live != nil && jsonEqual(configured(live), configured(planned))
 	}
 	return c, nil
+}
+
+// configured is what an object configures: everything but its metadata and status.
+func configured(obj *unstructured.Unstructured) map[string]any {
+	out := make(map[string]any, len(obj.Object))
+	for k, v := range obj.Object {
+		if k != "metadata" && k != "status" {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // changedPaths lists the managed paths whose values differ between live and planned.

@@ -261,6 +261,8 @@ metadata:
 			swap := item(p, baseline.ItemSwap)
 			Expect(swap.Conflicts).To(BeEmpty(), "the same swap MachineConfig is no conflict")
 			Expect(swap.Diff).NotTo(MatchRegexp(`(?m)^-\s+`), "nothing of virt-higher-density's is removed")
+			Expect(swap.ImpactSeverity).To(Equal(advisorv1alpha1.ImpactLow), "only the ownership marks change: nothing rolls out")
+			Expect(swap.Message).To(HaveSuffix("only this profile's ownership marks change, so nothing rolls out"))
 			// The HyperConverged's creator owns the defaults the server filled in (AAQ's
 			// enable: false), and that conflict is shown; none is with virt-higher-density.
 			for _, c := range item(p, baseline.ItemHyperConverged).Conflicts {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"sync"
 	"testing"
-	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// countingReader answers reads of objects named in objects (NotFound for others), after a
-// short latency, failing the first failures reads; it counts the reads that reach it.
+// countingReader answers reads of objects named in objects (NotFound for others), failing
+// the first failures reads; it counts the reads that reach it.
 type countingReader struct {
 	mu       sync.Mutex
 	objects  map[string]map[string]any
@@ -24,7 +23,6 @@ type countingReader struct {
 }
 
 func (c *countingReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
-	time.Sleep(5 * time.Millisecond)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.reads[key.Name]++

@@ -19,15 +19,26 @@ import (
 	"github.com/kubevirt/virt-advisor-operator/internal/plan"
 )
 
-// slowCluster answers every read with NotFound and every (dry-run) apply with success,
-// each after a fixed latency, and counts how many requests are in flight at once.
+// slowCluster answers every read with NotFound and every (dry-run) apply with success, and
+// counts how many requests are in flight at once. With atOnce set, each request is held
+// until that many have been in flight together (or holdLimit passed, when they never are):
+// requests sent one after the other never get there.
 type slowCluster struct {
 	client.Writer
-	latency time.Duration
+	atOnce int32
 
 	inFlight, maxInFlight atomic.Int32
+	reachedOnce           sync.Once
+	reached               chan struct{}
 	mu                    sync.Mutex
 	reads                 map[string]int
+}
+
+// holdLimit bounds how long a request is held waiting for others.
+const holdLimit = 2 * time.Second
+
+func newSlowCluster(atOnce int32) *slowCluster {
+	return &slowCluster{atOnce: atOnce, reached: make(chan struct{}), reads: map[string]int{}}
 }
 
 func (c *slowCluster) request() func() {
@@ -38,7 +49,15 @@ func (c *slowCluster) request() func() {
 			break
 		}
 	}
-	time.Sleep(c.latency)
+	if c.atOnce > 0 {
+		if n >= c.atOnce {
+			c.reachedOnce.Do(func() { close(c.reached) })
+		}
+		select {
+		case <-c.reached:
+		case <-time.After(holdLimit):
+		}
+	}
 	return func() { c.inFlight.Add(-1) }
 }
 
@@ -80,13 +99,13 @@ func configMapItems(n int) []plan.Item {
 // come back in plan order: a plan of ten items costs about one round trip per stage, not
 // ten.
 func TestDraftReadsAndDryRunsItemsConcurrently(t *testing.T) {
-	const items, latency, limit = 10, 50 * time.Millisecond, 5
-	cluster := &slowCluster{latency: latency, reads: map[string]int{}}
+	const items, limit = 10, 5
+	// Every request waits until the bound is reached: drafting one item after the other
+	// would never get there.
+	cluster := newSlowCluster(limit)
 	engine := &plan.Engine{Reader: cluster, Writer: cluster, Concurrency: limit}
 
-	start := time.Now()
 	p, err := engine.Draft(context.Background(), plan.Request{Profile: "load-aware-rebalancing", Items: configMapItems(items)})
-	took := time.Since(start)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,13 +117,8 @@ func TestDraftReadsAndDryRunsItemsConcurrently(t *testing.T) {
 			t.Errorf("item %d is %s (%s), want %s Pending: items keep the plan's order", i, it.Name, it.State, want)
 		}
 	}
-	// Sequentially: a read and a dry-run per item, 20 round trips. Concurrently, within the
-	// bound of 5: two waves of (read, dry-run), 4 round trips.
-	if sequential := time.Duration(2*items) * latency; took >= sequential/2 {
-		t.Errorf("drafting took %s, sequential drafting takes %s: the items were not drafted concurrently", took, sequential)
-	}
-	if got := cluster.maxInFlight.Load(); got < 2 || got > limit {
-		t.Errorf("%d requests were in flight at once, want between 2 and the bound %d", got, limit)
+	if got := cluster.maxInFlight.Load(); got != limit {
+		t.Errorf("%d requests were in flight at once, want the bound %d: the items were not drafted concurrently, or beyond the bound", got, limit)
 	}
 	for key, n := range cluster.reads {
 		if n != 1 {
@@ -115,7 +129,7 @@ func TestDraftReadsAndDryRunsItemsConcurrently(t *testing.T) {
 
 // Concurrent readers of one object share one read through the recorder.
 func TestRecorderSharesConcurrentReads(t *testing.T) {
-	cluster := &slowCluster{latency: 20 * time.Millisecond, reads: map[string]int{}}
+	cluster := newSlowCluster(0)
 	rec := plan.NewRecorder(cluster)
 	var wg sync.WaitGroup
 	for range 16 {

@@ -28,7 +28,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"os"
 	"reflect"
 	"regexp"
 	"slices"
@@ -37,7 +36,6 @@ import (
 	"unicode/utf8"
 
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
 	"github.com/kubevirt/virt-advisor-operator/internal/profiles"
@@ -360,39 +358,7 @@ type schemaNode struct {
 // nestedOptionsSchema reads the schema of spec.options.<name> from the CRD, at every level.
 func nestedOptionsSchema(f *testing.F, name string) *schemaNode {
 	f.Helper()
-	raw, err := os.ReadFile("../../config/crd/bases/advisor.kubevirt.io_virtplatformconfigs.yaml")
-	if err != nil {
-		f.Fatalf("read the CRD: %v", err)
-	}
-	var crd struct {
-		Spec struct {
-			Versions []struct {
-				Schema struct {
-					OpenAPIV3Schema struct {
-						Properties struct {
-							Spec struct {
-								Properties struct {
-									Options struct {
-										Properties map[string]json.RawMessage `json:"properties"`
-									} `json:"options"`
-								} `json:"properties"`
-							} `json:"spec"`
-						} `json:"properties"`
-					} `json:"openAPIV3Schema"`
-				} `json:"schema"`
-			} `json:"versions"`
-		} `json:"spec"`
-	}
-	if err := yaml.Unmarshal(raw, &crd); err != nil {
-		f.Fatalf("decode the CRD: %v", err)
-	}
-	if len(crd.Spec.Versions) != 1 {
-		f.Fatalf("the CRD has %d versions; this test reads the one there is", len(crd.Spec.Versions))
-	}
-	block, ok := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties.Spec.Properties.Options.Properties[name]
-	if !ok {
-		f.Fatalf("the CRD has no spec.options.%s", name)
-	}
+	block := optionsBlockJSON(f, name)
 	s := &schemaNode{}
 	dec := json.NewDecoder(bytes.NewReader(block))
 	dec.DisallowUnknownFields()

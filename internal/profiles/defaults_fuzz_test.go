@@ -264,7 +264,8 @@ type blockSchema struct {
 
 // optionsSchema reads the schema of spec.options.<name> from the CRD. The CEL rules it
 // has must be among those admissionRules models.
-func optionsSchema(f *testing.F, name string) blockSchema {
+// optionsBlockJSON returns the schema of spec.options.<name> in the CRD, as JSON.
+func optionsBlockJSON(f *testing.F, name string) json.RawMessage {
 	f.Helper()
 	raw, err := os.ReadFile("../../config/crd/bases/advisor.kubevirt.io_virtplatformconfigs.yaml")
 	if err != nil {
@@ -279,12 +280,7 @@ func optionsSchema(f *testing.F, name string) blockSchema {
 							Spec struct {
 								Properties struct {
 									Options struct {
-										Properties map[string]struct {
-											Properties  map[string]propertySchema `json:"properties"`
-											Validations []struct {
-												Rule string `json:"rule"`
-											} `json:"x-kubernetes-validations"`
-										} `json:"properties"`
+										Properties map[string]json.RawMessage `json:"properties"`
 									} `json:"options"`
 								} `json:"properties"`
 							} `json:"spec"`
@@ -301,8 +297,22 @@ func optionsSchema(f *testing.F, name string) blockSchema {
 		f.Fatalf("the CRD has %d versions; this test reads the one there is", len(crd.Spec.Versions))
 	}
 	block, ok := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties.Spec.Properties.Options.Properties[name]
-	if !ok || len(block.Properties) == 0 {
+	if !ok {
 		f.Fatalf("the CRD has no spec.options.%s", name)
+	}
+	return block
+}
+
+func optionsSchema(f *testing.F, name string) blockSchema {
+	f.Helper()
+	var block struct {
+		Properties  map[string]propertySchema `json:"properties"`
+		Validations []struct {
+			Rule string `json:"rule"`
+		} `json:"x-kubernetes-validations"`
+	}
+	if err := json.Unmarshal(optionsBlockJSON(f, name), &block); err != nil || len(block.Properties) == 0 {
+		f.Fatalf("the CRD has no fields in spec.options.%s (%v)", name, err)
 	}
 	s := blockSchema{name: name, properties: block.Properties}
 	for _, v := range block.Validations {

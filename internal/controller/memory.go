@@ -8,7 +8,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
@@ -23,11 +22,6 @@ type memory struct {
 }
 
 type configMemory struct {
-	// written is the config as the operator's last status write left it (the API server's
-	// answer to the write).
-	written *advisorv1alpha1.VirtPlatformConfig
-	// readFresh: the last status write met a conflict; the config is read uncached next.
-	readFresh bool
 	// reads are the reads of the last reconcile that rendered the profile: the next one
 	// sends them ahead, concurrently.
 	reads []readSpec
@@ -51,60 +45,25 @@ func (m *memory) forget(name string) {
 	delete(m.configs, name)
 }
 
-// wrote remembers the config as a status write left it.
-func (m *memory) wrote(vpc *advisorv1alpha1.VirtPlatformConfig) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	c := m.of(vpc.Name)
-	c.written = vpc.DeepCopy()
-	c.readFresh = false
-}
-
-// conflicted makes the next reconcile of the config read it uncached.
-func (m *memory) conflicted(name string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.of(name).readFresh = true
-}
-
 func (m *memory) rendered(name string, reads []readSpec) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.of(name).reads = reads
 }
 
-func (m *memory) snapshot(name string) (written *advisorv1alpha1.VirtPlatformConfig, readFresh bool, reads []readSpec) {
+// history returns the reads of the config's last rendering.
+func (m *memory) history(name string) []readSpec {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	c, ok := m.configs[name]
-	if !ok {
-		return nil, false, nil
+	if c, ok := m.configs[name]; ok {
+		return c.reads
 	}
-	return c.written, c.readFresh, c.reads
+	return nil
 }
 
-// readConfig reads the config a reconcile starts from. The informer cache serves it once
-// it holds the operator's last status write of it (or a later version); until then, that
-// write's answer is the newest state known, and it serves. No reconcile acts on a status
-// older than the operator's own last write, and none waits for the cache, nor for a round
-// trip to the API server, to take the next step after a write. After a conflict, or when
-// the cache does not know the config, it is read uncached.
+// readConfig reads the config a reconcile starts from, uncached: a requeue never acts on a
+// status older than the operator's own last write, nor on a spec older than the user's.
 func (r *VirtPlatformConfigReconciler) readConfig(ctx context.Context, key types.NamespacedName) (*advisorv1alpha1.VirtPlatformConfig, error) {
-	written, readFresh, _ := r.memory.snapshot(key.Name)
-	if !readFresh {
-		cached := &advisorv1alpha1.VirtPlatformConfig{}
-		if err := r.Client.Get(ctx, key, cached); err == nil {
-			if written == nil || written.UID != cached.UID {
-				return cached, nil
-			}
-			if cmp, err := resourceversion.CompareResourceVersion(cached.ResourceVersion, written.ResourceVersion); err == nil {
-				if cmp >= 0 {
-					return cached, nil
-				}
-				return written.DeepCopy(), nil
-			}
-		}
-	}
 	vpc := &advisorv1alpha1.VirtPlatformConfig{}
 	if err := r.APIReader.Get(ctx, key, vpc); err != nil {
 		return nil, err
@@ -122,7 +81,7 @@ func (r *VirtPlatformConfigReconciler) startReads(s *scope) {
 		return
 	}
 	s.readsStarted = true
-	_, _, history := r.memory.snapshot(s.vpc.Name)
+	history := r.memory.history(s.vpc.Name)
 	targets := targetReads(s.vpc.Status.Items)
 	specs := make([]readSpec, 0, len(history)+len(targets))
 	for _, sp := range append(append([]readSpec(nil), history...), targets...) {

@@ -168,8 +168,6 @@ func (r *VirtPlatformConfigReconciler) persist(ctx context.Context, s *scope, st
 			}
 			return fmt.Errorf("patch status of VirtPlatformConfig %s: %w", vpc.Name, err)
 		}
-		// vpc now holds the API server's answer: the config as this write left it.
-		r.memory.wrote(vpc)
 	}
 	s.recordEvents(r.Recorder)
 	r.watches.track(vpc)

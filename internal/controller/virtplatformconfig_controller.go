@@ -52,9 +52,9 @@ const (
 type VirtPlatformConfigReconciler struct {
 	// Client writes status; its reads come from the cache.
 	Client client.Client
-	// APIReader reads uncached: everything a profile renders from (CRDs once per change
-	// of their resourceVersion, see crdReader), and the config when the cache cannot serve
-	// it (see readConfig).
+	// APIReader reads uncached: the config at the start of each reconcile (see readConfig)
+	// and everything a profile renders from (CRDs once per change of their
+	// resourceVersion, see crdReader).
 	APIReader client.Reader
 	// Profiles are the profiles this operator ships.
 	Profiles *profiles.Registry
@@ -87,7 +87,7 @@ type VirtPlatformConfigReconciler struct {
 // Reconcile takes the config one step through its state machine and writes its status
 // at most once, only when it changed, guarded by the resourceVersion it read. A step that
 // needs another one right after its write (see immediately) is taken by the next
-// reconcile, which starts from what the write left (see readConfig).
+// reconcile, which reads the config afresh (see readConfig).
 func (r *VirtPlatformConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	vpc, err := r.readConfig(ctx, req.NamespacedName)
 	if err != nil {
@@ -113,7 +113,6 @@ func (r *VirtPlatformConfigReconciler) Reconcile(ctx context.Context, req ctrl.R
 			// Somebody else wrote the config since it was read (the user, or another
 			// replica): take the step again from a fresh read, once, without backoff.
 			logf.FromContext(ctx).V(1).Info("status changed since it was read; reconciling again", "config", req.Name)
-			r.memory.conflicted(req.Name)
 			return ctrl.Result{RequeueAfter: immediately}, nil
 		}
 		return ctrl.Result{}, perr

@@ -251,6 +251,10 @@ type PlanItem struct {
 	// +optional
 	// +listType=atomic
 	Conflicts []FieldConflict `json:"conflicts,omitempty"`
+	// conflictsFoundOn is the resourceVersion of the target the conflicts were found on.
+	// An apply to that same version takes over exactly those fields.
+	// +optional
+	ConflictsFoundOn string `json:"conflictsFoundOn,omitempty"`
 	// ignoredFields are the JSON pointers the target's advisor.kubevirt.io/ignore-fields
 	// annotation hands to the user: left out of desiredState's managed paths, the diff and
 	// drift.
@@ -425,10 +429,11 @@ type VirtPlatformConfigStatus struct {
 	// Skipped ones), e.g. 2/3.
 	// +optional
 	ItemsSummary string `json:"itemsSummary,omitempty"`
-	// items are the plan's changes, executed in this order.
+	// items are the plan's changes, executed in this order. Only the operator writes them,
+	// always as a whole (atomic: the API server keeps no per-item field ownership, which
+	// makes every status write cheaper).
 	// +optional
-	// +listType=map
-	// +listMapKey=name
+	// +listType=atomic
 	Items []PlanItem `json:"items,omitempty"`
 }
 

@@ -1,6 +1,7 @@
 package controller_test
 
 import (
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,6 +40,23 @@ spec: {deschedulingIntervalSeconds: 1800}`)
 	Expect(err).NotTo(HaveOccurred(), string(out))
 }
 
+// deschedulerPatches lists the operator's patches of the KubeDescheduler since mark, in
+// order: "dry-run" or "apply".
+func deschedulerPatches(mark int) []string {
+	GinkgoHelper()
+	var out []string
+	for _, r := range requests.since(mark) {
+		if r.method == http.MethodPatch && strings.Contains(r.path, "/kubedeschedulers/") {
+			if r.dryRun {
+				out = append(out, "dry-run")
+			} else {
+				out = append(out, "apply")
+			}
+		}
+	}
+	return out
+}
+
 var _ = Describe("Conflicts with other field managers", func() {
 	BeforeEach(resetCluster)
 
@@ -66,13 +84,35 @@ var _ = Describe("Conflicts with other field managers", func() {
 			Expect(r.status).NotTo(Equal(409), "%s %s was refused with a conflict", r.method, r.path)
 		}
 
-		By("applying the approved plan takes it over")
+		By("applying the approved plan takes it over, with one request: the target is the version the conflict was found on")
+		Expect(it.ConflictsFoundOn).To(Equal(live.GetResourceVersion()))
+		mark = requests.mark()
 		runApprovalCommand()
 		Eventually(itemState).WithArguments(loadaware.ItemPSI).Should(Equal(advisorv1alpha1.ItemInProgress))
 		live = descheduler()
 		Expect(ownsField(live, plan.FieldManagerFor(configName), "deschedulingIntervalSeconds")).To(BeTrue())
 		Expect(ownsField(live, "argocd", "deschedulingIntervalSeconds")).To(BeFalse())
 		Expect(deschedulerInterval()).To(BeEquivalentTo(60))
+		Expect(deschedulerPatches(mark)).To(Equal([]string{"apply"}))
+	})
+
+	It("checks the conflicts again with a dry-run when the target changed since the review outside what the plan sets", func() {
+		applyAsArgoCD()
+		createConfig(advisorv1alpha1.VirtPlatformConfigSpec{Action: advisorv1alpha1.ActionDryRun})
+		vpc := waitPhase(advisorv1alpha1.PhaseReviewRequired)
+		Expect(item(vpc, loadaware.ItemDescheduler).Conflicts).To(ContainElement(HaveField("Manager", "argocd")))
+
+		By("someone labels the KubeDescheduler: no value the plan sets changes, but the target is another version")
+		editDescheduler(`{"metadata":{"labels":{"team":"virt"}}}`)
+
+		mark := requests.mark()
+		runApprovalCommand()
+		Eventually(itemState).WithArguments(loadaware.ItemPSI).Should(Equal(advisorv1alpha1.ItemInProgress))
+		Expect(deschedulerPatches(mark)).To(Equal([]string{"dry-run", "apply"}))
+		live := descheduler()
+		Expect(ownsField(live, plan.FieldManagerFor(configName), "deschedulingIntervalSeconds")).To(BeTrue())
+		Expect(ownsField(live, "argocd", "deschedulingIntervalSeconds")).To(BeFalse())
+		Expect(live.GetLabels()).To(HaveKeyWithValue("team", "virt"))
 	})
 
 	It("does not take a field another manager took after the review: the plan is drafted again", func() {

@@ -8,6 +8,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
@@ -25,6 +26,9 @@ type configMemory struct {
 	// reads are the reads of the last reconcile that rendered the profile: the next one
 	// sends them ahead, concurrently.
 	reads []readSpec
+	// newest is the newest version of the config this process has seen for certain: the
+	// answer to its last status write, or its last uncached read (see readConfig).
+	newest *advisorv1alpha1.VirtPlatformConfig
 }
 
 func (m *memory) of(name string) *configMemory {
@@ -51,6 +55,34 @@ func (m *memory) rendered(name string, reads []readSpec) {
 	m.of(name).reads = reads
 }
 
+// saw remembers a version of the config read uncached or written by this process.
+func (m *memory) saw(vpc *advisorv1alpha1.VirtPlatformConfig) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.of(vpc.Name).newest = vpc.DeepCopy()
+}
+
+// doubt forgets the newest version seen of a config: somebody else wrote it since, so the
+// next reconcile reads it uncached.
+func (m *memory) doubt(name string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if c, ok := m.configs[name]; ok {
+		c.newest = nil
+	}
+}
+
+// newestSeen returns a copy of the newest version of the config this process has seen
+// for certain, or nil.
+func (m *memory) newestSeen(name string) *advisorv1alpha1.VirtPlatformConfig {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if c, ok := m.configs[name]; ok && c.newest != nil {
+		return c.newest.DeepCopy()
+	}
+	return nil
+}
+
 // history returns the reads of the config's last rendering.
 func (m *memory) history(name string) []readSpec {
 	m.mu.Lock()
@@ -61,13 +93,32 @@ func (m *memory) history(name string) []readSpec {
 	return nil
 }
 
-// readConfig reads the config a reconcile starts from, uncached: a requeue never acts on a
-// status older than the operator's own last write, nor on a spec older than the user's.
+// readConfig reads the config a reconcile starts from. A requeue never acts on a status
+// older than the operator's own last write, nor on a spec older than what this process
+// has seen: the manager's cache is used when its version is at least as new as the
+// newest one this process read or wrote (resourceVersions of one resource compare as
+// integers), the newest one seen when the cache has not caught up with it yet, and an
+// uncached read when there is none (the first reconcile of a process, a new leader) or
+// somebody else wrote the config since (see doubt).
 func (r *VirtPlatformConfigReconciler) readConfig(ctx context.Context, key types.NamespacedName) (*advisorv1alpha1.VirtPlatformConfig, error) {
+	if newest := r.memory.newestSeen(key.Name); newest != nil {
+		cached := &advisorv1alpha1.VirtPlatformConfig{}
+		if err := r.Client.Get(ctx, key, cached); err == nil && cached.UID == newest.UID {
+			cmp, err := resourceversion.CompareResourceVersion(cached.ResourceVersion, newest.ResourceVersion)
+			switch {
+			case err != nil:
+			case cmp >= 0:
+				return cached, nil
+			default:
+				return newest, nil
+			}
+		}
+	}
 	vpc := &advisorv1alpha1.VirtPlatformConfig{}
 	if err := r.APIReader.Get(ctx, key, vpc); err != nil {
 		return nil, err
 	}
+	r.memory.saw(vpc)
 	return vpc, nil
 }
 

@@ -160,6 +160,9 @@ func (r *VirtPlatformConfigReconciler) persist(ctx context.Context, s *scope, st
 	if !equality.Semantic.DeepEqual(s.before.Status, vpc.Status) {
 		patch := client.MergeFromWithOptions(s.before, client.MergeFromWithOptimisticLock{})
 		if err := r.Client.Status().Patch(ctx, vpc, patch); err != nil {
+			// What the write did is unknown, or somebody else wrote the config: the next
+			// reconcile reads it uncached.
+			r.memory.doubt(vpc.Name)
 			switch {
 			case apierrors.IsNotFound(err):
 				return nil
@@ -168,6 +171,9 @@ func (r *VirtPlatformConfigReconciler) persist(ctx context.Context, s *scope, st
 			}
 			return fmt.Errorf("patch status of VirtPlatformConfig %s: %w", vpc.Name, err)
 		}
+		// The answer is the config as written: the next reconcile starts from it when the
+		// cache has not caught up yet.
+		r.memory.saw(vpc)
 	}
 	s.recordEvents(r.Recorder)
 	r.watches.track(vpc)

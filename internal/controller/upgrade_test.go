@@ -18,37 +18,54 @@ import (
 // would have left it, with the given change to the KubeDescheduler item.
 func pretendOlderOperator(change func(it *advisorv1alpha1.PlanItem)) {
 	GinkgoHelper()
-	vpc := getConfig()
-	before := vpc.DeepCopy()
-	vpc.Status.OperatorVersion = "v0.9.0"
-	for i := range vpc.Status.Items {
-		if vpc.Status.Items[i].Name == loadaware.ItemDescheduler {
-			change(&vpc.Status.Items[i])
+	writeStatus(olderStatus(getConfig().Status, change))
+}
+
+// olderStatus is st as an older operator version would have written it, with the given
+// change to the KubeDescheduler item.
+func olderStatus(st advisorv1alpha1.VirtPlatformConfigStatus, change func(it *advisorv1alpha1.PlanItem)) advisorv1alpha1.VirtPlatformConfigStatus {
+	out := st.DeepCopy()
+	out.OperatorVersion = "v0.9.0"
+	for i := range out.Items {
+		if out.Items[i].Name == loadaware.ItemDescheduler {
+			change(&out.Items[i])
 		}
 	}
-	Expect(k8s.Status().Patch(ctx, vpc, client.MergeFrom(before))).To(Succeed())
+	return *out
+}
+
+// writeStatus replaces the config's whole status with st, guarded by the resourceVersion
+// and written again on a conflict: whatever the running operator wrote in between, the
+// status ends exactly as st.
+func writeStatus(st advisorv1alpha1.VirtPlatformConfigStatus) {
+	GinkgoHelper()
+	Eventually(func() error {
+		vpc := getConfig()
+		vpc.Status = *st.DeepCopy()
+		return k8s.Status().Update(ctx, vpc)
+	}).Should(Succeed())
 }
 
 // olderOperatorApplied makes the completed config look as if an older operator version had
-// drafted and applied another descheduling interval.
+// drafted and applied another descheduling interval. The status is taken before the
+// apply: the operator may see the apply as drift and say so before the status is written.
 func olderOperatorApplied(interval int64) {
 	GinkgoHelper()
+	completed := getConfig().Status
 	var old map[string]any
-	pretendOlderOperator(func(it *advisorv1alpha1.PlanItem) {
-		Expect(json.Unmarshal(it.DesiredState.Raw, &old)).To(Succeed())
-		Expect(unstructured.SetNestedField(old, interval, "spec", "deschedulingIntervalSeconds")).To(Succeed())
-		raw, err := json.Marshal(old)
-		Expect(err).NotTo(HaveOccurred())
-		it.DesiredState = &runtime.RawExtension{Raw: raw}
-	})
+	Expect(json.Unmarshal(item(&advisorv1alpha1.VirtPlatformConfig{Status: completed}, loadaware.ItemDescheduler).DesiredState.Raw, &old)).To(Succeed())
+	Expect(unstructured.SetNestedField(old, interval, "spec", "deschedulingIntervalSeconds")).To(Succeed())
+	raw, err := json.Marshal(old)
+	Expect(err).NotTo(HaveOccurred())
 	oldApply := &unstructured.Unstructured{Object: old}
 	Expect(k8s.Apply(ctx, client.ApplyConfigurationFromUnstructured(oldApply.DeepCopy()), client.FieldOwner(plan.FieldManagerFor(configName)), client.ForceOwnership)).To(Succeed())
 	// The older operator recorded what its apply left, as every version does.
 	live := read(deschedulerGVK, deschedulerKey)
-	pretendOlderOperator(func(it *advisorv1alpha1.PlanItem) {
+	writeStatus(olderStatus(completed, func(it *advisorv1alpha1.PlanItem) {
+		it.DesiredState = &runtime.RawExtension{Raw: raw}
 		it.Applied.Hash = plan.ValuesHash(oldApply, live)
 		it.Applied.DesiredHash = plan.DesiredHash([]advisorv1alpha1.PlanItem{{Name: it.Name, DesiredState: it.DesiredState}})
-	})
+	}))
 }
 
 var _ = Describe("Operator upgrades", func() {

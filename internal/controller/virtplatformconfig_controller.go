@@ -52,8 +52,8 @@ const (
 type VirtPlatformConfigReconciler struct {
 	// Client writes status; its reads come from the cache.
 	Client client.Client
-	// APIReader reads uncached: the config at the start of each reconcile (see readConfig)
-	// and everything a profile renders from (CRDs once per change of their
+	// APIReader reads uncached: the config when the cache is not known to be current (see
+	// readConfig) and everything a profile renders from (CRDs once per change of their
 	// resourceVersion, see crdReader).
 	APIReader client.Reader
 	// Profiles are the profiles this operator ships.
@@ -87,7 +87,7 @@ type VirtPlatformConfigReconciler struct {
 // Reconcile takes the config one step through its state machine and writes its status
 // at most once, only when it changed, guarded by the resourceVersion it read. A step that
 // needs another one right after its write (see immediately) is taken by the next
-// reconcile, which reads the config afresh (see readConfig).
+// reconcile, which starts from the config as written (see readConfig).
 func (r *VirtPlatformConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	vpc, err := r.readConfig(ctx, req.NamespacedName)
 	if err != nil {

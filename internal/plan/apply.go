@@ -110,6 +110,10 @@ func (e *Engine) ApplyItem(ctx context.Context, item advisorv1alpha1.PlanItem, o
 	switch {
 	case o.Force:
 		opts = append(opts, client.ForceOwnership)
+	case len(item.Conflicts) > 0 && o.CheckSnapshot && live != nil && item.ConflictsFoundOn == live.GetResourceVersion():
+		// The target is the very version the approved plan's conflicts were found on, and
+		// the apply below is made to that version only: it takes over exactly those.
+		opts = append(opts, client.ForceOwnership)
 	case len(item.Conflicts) > 0:
 		// The approved plan showed conflicts: take over exactly those. A field another
 		// manager took since is a new conflict nobody reviewed.

@@ -315,6 +315,9 @@ func (e *Engine) draftItem(ctx context.Context, rec *Recorder, profile, manager 
 	}
 	pi.Diff, pi.SnapshotHash, pi.TargetHash, pi.Conflicts = c.Diff, c.SnapshotHash, c.TargetHash, c.Conflicts
 	if len(c.Conflicts) > 0 {
+		pi.ConflictsFoundOn = c.ConflictsFoundOn
+	}
+	if len(c.Conflicts) > 0 {
 		pi.Message += "; approving it takes over fields another manager owns: " + describeConflicts(c.Conflicts)
 	}
 	switch {
@@ -373,6 +376,9 @@ type Check struct {
 	TargetHash string
 	// Conflicts with other field managers.
 	Conflicts []advisorv1alpha1.FieldConflict
+	// ConflictsFoundOn is the resourceVersion of the target the conflicts were read from;
+	// empty when the target changed between the read and the dry-run.
+	ConflictsFoundOn string
 	// ChangedPaths are the managed paths whose live value differs from the plan.
 	ChangedPaths []string
 	// MetadataOnly: the target exists and applying changes only its metadata (this
@@ -410,6 +416,10 @@ func (e *Engine) check(ctx context.Context, manager string, desired, live *unstr
 		SnapshotHash: valuesHash(target, paths, live, true, norms...),
 		TargetHash:   valuesHash(target, paths, planned, false, norms...),
 		Conflicts:    conflicts,
+	}
+	if live != nil && planned.GetResourceVersion() == live.GetResourceVersion() {
+		// A dry-run writes nothing: its answer carries the version it was made on.
+		c.ConflictsFoundOn = live.GetResourceVersion()
 	}
 	if diff == NoChanges && !ownsAll(live, manager, paths) {
 		c.Diff = OwnershipOnly + strings.Join(PathStrings(paths), ", ") + ")"

@@ -179,10 +179,12 @@ func PlanHash(revision int64, items []advisorv1alpha1.PlanItem) string {
 		Diff      string                          `json:"diff"`
 		Skipped   bool                            `json:"skipped,omitempty"`
 		Conflicts []advisorv1alpha1.FieldConflict `json:"conflicts,omitempty"`
+		FoundOn   string                          `json:"conflictsFoundOn,omitempty"`
 	}
 	entries := make([]entry, 0, len(items))
 	for _, it := range items {
-		e := entry{Name: it.Name, Target: it.TargetRef, Action: it.Action, Diff: it.Diff, Conflicts: it.Conflicts}
+		e := entry{Name: it.Name, Target: it.TargetRef, Action: it.Action, Diff: it.Diff, Conflicts: it.Conflicts,
+			FoundOn: it.ConflictsFoundOn}
 		if it.DesiredState != nil {
 			e.Desired = canonicalJSON(it.DesiredState.Raw)
 		}

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubevirt/virt-advisor-operator/internal/plan"
 )
 
 // prefetchConcurrency bounds the reads a reconcile sends ahead at once.
@@ -256,10 +258,14 @@ func (c *readCache) usedReads() []readSpec {
 	return append([]readSpec(nil), c.used...)
 }
 
-// copyInto copies what the cache holds into a reader's object of the same type.
+// copyInto copies what the cache holds into a reader's object of the same type. CRDs are
+// shared instead (see plan.ShareReadOnly).
 func copyInto(dst, src runtime.Object) error {
 	if reflect.TypeOf(dst) != reflect.TypeOf(src) {
 		return fmt.Errorf("read cache: %T read into %T", src, dst)
+	}
+	if plan.ShareReadOnly(dst, src) {
+		return nil
 	}
 	if u, ok := dst.(*unstructured.Unstructured); ok {
 		u.Object = src.(*unstructured.Unstructured).DeepCopy().Object
@@ -282,7 +288,8 @@ func sameReader(a, b client.Reader) bool {
 // rarely and is large: reading it is the most expensive read of a rendering). A CRD the
 // watch does not know, or knows at another resourceVersion, is read uncached. Every
 // other read goes through. The watch is the one whose events wake every config when a
-// CRD changes, so a reconcile started by a CRD change already sees the new version.
+// CRD changes, so a reconcile started by a CRD change already sees the new version. A CRD
+// served from memory is shared with its reader, not copied (see plan.ShareReadOnly).
 type crdReader struct {
 	client.Reader
 	// watched reads CRD metadata from the manager's watch.
@@ -303,7 +310,7 @@ func (c *crdReader) Get(ctx context.Context, key client.ObjectKey, obj client.Ob
 		kept, found := c.crds[key.Name]
 		c.mu.Unlock()
 		if found && kept.ResourceVersion == meta.ResourceVersion && kept.UID == meta.UID {
-			kept.DeepCopyInto(crd)
+			plan.ShareReadOnly(crd, kept)
 			return nil
 		}
 	}
@@ -319,7 +326,9 @@ func (c *crdReader) Get(ctx context.Context, key client.ObjectKey, obj client.Ob
 	if c.crds == nil {
 		c.crds = map[string]*apiextensionsv1.CustomResourceDefinition{}
 	}
-	c.crds[key.Name] = crd.DeepCopy()
+	kept := &apiextensionsv1.CustomResourceDefinition{}
+	plan.ShareReadOnly(kept, crd)
+	c.crds[key.Name] = kept
 	c.mu.Unlock()
 	return nil
 }

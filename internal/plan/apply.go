@@ -107,24 +107,13 @@ func (e *Engine) ApplyItem(ctx context.Context, item advisorv1alpha1.PlanItem, o
 		return ApplyOutcome{Stale: true, StaleReason: "changed since the plan was reviewed"}, nil
 	}
 	opts := []client.ApplyOption{client.FieldOwner(manager)}
+	force, stale, err := e.takesOver(ctx, item, o, desired, live, manager, paths)
 	switch {
-	case o.Force:
-		opts = append(opts, client.ForceOwnership)
-	case len(item.Conflicts) > 0 && o.CheckSnapshot && live != nil && item.ConflictsFoundOn == live.GetResourceVersion():
-		// The target is the very version the approved plan's conflicts were found on, and
-		// the apply below is made to that version only: it takes over exactly those.
-		opts = append(opts, client.ForceOwnership)
-	case len(item.Conflicts) > 0:
-		// The approved plan showed conflicts: take over exactly those. A field another
-		// manager took since is a new conflict nobody reviewed.
-		probe := desired.DeepCopy()
-		err := e.Writer.Apply(ctx, client.ApplyConfigurationFromUnstructured(probe), client.FieldOwner(manager), client.ForceOwnership, client.DryRunAll)
-		if err != nil {
-			return ApplyOutcome{}, fmt.Errorf("dry-run %s: %w", describe(desired), err)
-		}
-		if now := takenOver(live, probe, desired, manager, paths); !conflictsCovered(now, item.Conflicts) {
-			return ApplyOutcome{Stale: true, StaleReason: "another field manager took a field since the review: " + describeConflicts(now)}, nil
-		}
+	case err != nil:
+		return ApplyOutcome{}, err
+	case stale != "":
+		return ApplyOutcome{Stale: true, StaleReason: stale}, nil
+	case force:
 		opts = append(opts, client.ForceOwnership)
 	}
 	applied := desired.DeepCopy()
@@ -145,6 +134,32 @@ func (e *Engine) ApplyItem(ctx context.Context, item advisorv1alpha1.PlanItem, o
 	out := ApplyOutcome{Applied: true, Record: record(item, valuesHash(target, paths, applied, false, norms...))}
 	out.SpecChanged = live == nil || !jsonEqual(live.Object["spec"], applied.Object["spec"])
 	return out, nil
+}
+
+// takesOver tells whether the apply takes fields over from other field managers (force):
+// always when the optimistic lock is bypassed, and when the approved plan showed conflicts
+// and the fields another manager owns now are among them. A field another manager took
+// since the review is a new conflict nobody reviewed: stale says so.
+func (e *Engine) takesOver(ctx context.Context, item advisorv1alpha1.PlanItem, o ApplyOptions, desired, live *unstructured.Unstructured,
+	manager string, paths []FieldPath) (force bool, stale string, err error) {
+	switch {
+	case o.Force:
+		return true, "", nil
+	case len(item.Conflicts) == 0:
+		return false, "", nil
+	case o.CheckSnapshot && live != nil && item.ConflictsFoundOn == live.GetResourceVersion():
+		// The target is the very version the approved plan's conflicts were found on, and
+		// the apply is made to that version only: it takes over exactly those.
+		return true, "", nil
+	}
+	probe := desired.DeepCopy()
+	if err := e.Writer.Apply(ctx, client.ApplyConfigurationFromUnstructured(probe), client.FieldOwner(manager), client.ForceOwnership, client.DryRunAll); err != nil {
+		return false, "", fmt.Errorf("dry-run %s: %w", describe(desired), err)
+	}
+	if now := takenOver(live, probe, desired, manager, paths); !conflictsCovered(now, item.Conflicts) {
+		return false, "another field manager took a field since the review: " + describeConflicts(now), nil
+	}
+	return true, "", nil
 }
 
 // rendersTo tells whether the item the profile renders now, marked and adjusted by the

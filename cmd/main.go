@@ -31,12 +31,19 @@ func main() {
 		enableLeaderElection, secureMetrics, enableHTTP2           bool
 		advertise, showVersion                                     bool
 		healthPoll                                                 time.Duration
+		lease                                                      leaseDurations
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "Address of the metrics endpoint "+
 		"(HTTPS with authentication and authorization unless --metrics-secure=false); 0 disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081",
 		"Address of the /healthz and /readyz probes; 0 disables them.")
 	flag.BoolVar(&enableLeaderElection, "leader-elect", false, "Elect a leader, so that only one replica acts at a time.")
+	flag.DurationVar(&lease.duration, "leader-elect-lease-duration", 15*time.Second,
+		"How long a standby waits, after the leader last renewed its lease, before it takes over.")
+	flag.DurationVar(&lease.renewDeadline, "leader-elect-renew-deadline", 10*time.Second,
+		"How long the leader keeps trying to renew its lease before it stops acting; shorter than the lease duration.")
+	flag.DurationVar(&lease.retryPeriod, "leader-elect-retry-period", 2*time.Second,
+		"How often the leader renews its lease and a standby tries to take it; shorter than the renew deadline.")
 	flag.StringVar(&leaderElectionNamespace, "leader-election-namespace", "",
 		"Namespace of the leader election lease (default: the operator's namespace).")
 	flag.StringVar(&namespace, "namespace", os.Getenv("POD_NAMESPACE"),
@@ -59,10 +66,15 @@ func main() {
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
 	log := ctrl.Log.WithName("setup")
+	if err := lease.validate(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
 	if err := run(runOptions{
 		metricsAddr: metricsAddr, probeAddr: probeAddr, leaderElection: enableLeaderElection,
 		leaderElectionNamespace: leaderElectionNamespace, namespace: operatorNamespace(namespace),
 		secureMetrics: secureMetrics, enableHTTP2: enableHTTP2, advertise: advertise, healthPoll: healthPoll,
+		lease: lease,
 	}); err != nil {
 		log.Error(err, "the manager stopped")
 		os.Exit(1)
@@ -73,6 +85,28 @@ type runOptions struct {
 	metricsAddr, probeAddr, leaderElectionNamespace, namespace string
 	leaderElection, secureMetrics, enableHTTP2, advertise      bool
 	healthPoll                                                 time.Duration
+	lease                                                      leaseDurations
+}
+
+// leaseDurations time the leader election.
+type leaseDurations struct {
+	duration, renewDeadline, retryPeriod time.Duration
+}
+
+// validate refuses durations with which a leader would lose its lease while still acting,
+// or never renew it in time.
+func (l leaseDurations) validate() error {
+	switch {
+	case l.retryPeriod <= 0:
+		return fmt.Errorf("--leader-elect-retry-period must be positive, not %s", l.retryPeriod)
+	case l.renewDeadline <= l.retryPeriod:
+		return fmt.Errorf("--leader-elect-renew-deadline (%s) must be longer than --leader-elect-retry-period (%s)",
+			l.renewDeadline, l.retryPeriod)
+	case l.duration <= l.renewDeadline:
+		return fmt.Errorf("--leader-elect-lease-duration (%s) must be longer than --leader-elect-renew-deadline (%s)",
+			l.duration, l.renewDeadline)
+	}
+	return nil
 }
 
 func run(o runOptions) error {
@@ -104,6 +138,9 @@ func run(o runOptions) error {
 		LeaderElection:          o.leaderElection,
 		LeaderElectionID:        "virt-advisor-operator.advisor.kubevirt.io",
 		LeaderElectionNamespace: leaseNamespace,
+		LeaseDuration:           &o.lease.duration,
+		RenewDeadline:           &o.lease.renewDeadline,
+		RetryPeriod:             &o.lease.retryPeriod,
 		Cache:                   controller.CacheOptions(),
 	})
 	if err != nil {

@@ -17,7 +17,7 @@ var _ = Describe("A manager killed with SIGKILL between an item's apply and its 
 	It("does not apply that item a second time on restart, records it as applied, and skips no later item", func() {
 		const ns = "faults-crash"
 		createNamespace(ns)
-		m := startManager("crash", userKubeconfig("faults-crash-manager"), managerOptions{namespace: ns})
+		m := startManager("crash", userKubeconfig("faults-crash-manager"), managerOptions{namespace: ns, shortLease: true})
 
 		createConfig(advisorv1alpha1.ActionDryRun, map[string]string{holdLabel: "true"})
 		waitPhase(advisorv1alpha1.PhaseReviewRequired, time.Minute)

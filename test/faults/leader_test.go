@@ -17,9 +17,9 @@ var _ = Describe("Two managers with leader election", func() {
 		const ns = "faults-leader"
 		createNamespace(ns)
 		users := map[*manager]string{}
-		a := startManager("a", userKubeconfig("faults-leader-a"), managerOptions{namespace: ns})
+		a := startManager("a", userKubeconfig("faults-leader-a"), managerOptions{namespace: ns, shortLease: true})
 		users[a] = "faults-leader-a"
-		b := startManager("b", userKubeconfig("faults-leader-b"), managerOptions{namespace: ns})
+		b := startManager("b", userKubeconfig("faults-leader-b"), managerOptions{namespace: ns, shortLease: true})
 		users[b] = "faults-leader-b"
 
 		var leader, standby *manager
@@ -47,9 +47,11 @@ var _ = Describe("Two managers with leader election", func() {
 		By("killing the leader with SIGKILL while the MachineConfig item waits for its pool, then rolling the pool out")
 		leader.kill()
 		killed := time.Now()
-		rolloutPool()
 		Expect(standby.leads()).To(BeFalse(), "the lease of the killed leader has not expired yet")
-		Eventually(standby.leads).WithTimeout(time.Minute).Should(BeTrue())
+		rolloutPool()
+		// With the default 15s lease the standby could not lead before 15s.
+		Eventually(standby.leads).WithTimeout(3*shortLeaseDuration).Should(BeTrue(),
+			"the standby did not take over within three --leader-elect-lease-duration")
 		By(fmt.Sprintf("manager %s took the lease over %s after the kill", standby.name, time.Since(killed).Round(100*time.Millisecond)))
 		vpc := waitPhase(advisorv1alpha1.PhaseCompleted, time.Minute)
 		expectCompletedAsPlanned(vpc)

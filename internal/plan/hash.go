@@ -9,6 +9,7 @@ import (
 	"math"
 	"math/big"
 	"strconv"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -31,8 +32,36 @@ func HashJSON(v any) string {
 }
 
 // canonicalJSON re-encodes raw JSON with sorted keys and every number in one spelling, so
-// formatting does not count.
+// formatting does not count. The same desired states are hashed in every reconcile of an
+// execution: what they encode to is kept by their SHA-256 (see canonicalMemo).
 func canonicalJSON(raw []byte) json.RawMessage {
+	key := sha256.Sum256(raw)
+	canonicalMemo.Lock()
+	kept, ok := canonicalMemo.byDigest[key]
+	canonicalMemo.Unlock()
+	if ok {
+		return kept
+	}
+	out := encodeCanonical(raw)
+	canonicalMemo.Lock()
+	if len(canonicalMemo.byDigest) >= maxCanonicalMemo {
+		canonicalMemo.byDigest = map[[sha256.Size]byte]json.RawMessage{}
+	}
+	canonicalMemo.byDigest[key] = out
+	canonicalMemo.Unlock()
+	return out
+}
+
+// canonicalMemo keeps the canonical encoding of raw JSON by the raw bytes' SHA-256.
+var canonicalMemo = struct {
+	sync.Mutex
+	byDigest map[[sha256.Size]byte]json.RawMessage
+}{byDigest: map[[sha256.Size]byte]json.RawMessage{}}
+
+// maxCanonicalMemo bounds canonicalMemo; when it is full, everything kept goes.
+const maxCanonicalMemo = 64
+
+func encodeCanonical(raw []byte) json.RawMessage {
 	if !json.Valid(raw) {
 		return raw
 	}

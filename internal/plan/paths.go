@@ -41,11 +41,15 @@ func (p FieldPath) String() string {
 			continue
 		}
 		b.WriteString(`["`)
-		b.WriteString(strings.ReplaceAll(seg, `"`, `\"`))
+		b.WriteString(quotedKey.Replace(seg))
 		b.WriteString(`"]`)
 	}
 	return b.String()
 }
+
+// quotedKey escapes a key inside ["..."]: a backslash and a double quote are preceded by
+// a backslash, so every key reads back as it was.
+var quotedKey = strings.NewReplacer(`\`, `\\`, `"`, `\"`)
 
 // ParseFieldPath reads a path as String renders it.
 func ParseFieldPath(s string) (FieldPath, error) {
@@ -58,7 +62,7 @@ func ParseFieldPath(s string) (FieldPath, error) {
 			j := i + 2
 			var seg strings.Builder
 			for ; j < len(s) && !strings.HasPrefix(s[j:], `"]`); j++ {
-				if s[j] == '\\' && j+1 < len(s) && s[j+1] == '"' {
+				if s[j] == '\\' && j+1 < len(s) && (s[j+1] == '"' || s[j+1] == '\\') {
 					j++
 				}
 				seg.WriteByte(s[j])

@@ -111,9 +111,28 @@ func TestFieldPathString(t *testing.T) {
 		{"continues with dots after a quoted key", plan.FieldPath{"data", "a.b", "c"}, `data["a.b"].c`},
 		{"quotes a key that starts with a digit", plan.FieldPath{"spec", "0day"}, `spec["0day"]`},
 		{"escapes a double quote inside a quoted key", plan.FieldPath{"metadata", "annotations", `say "hi"`}, `metadata.annotations["say \"hi\""]`},
+		{"escapes a backslash inside a quoted key", plan.FieldPath{"data", `C:\`}, `data["C:\\"]`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			NewWithT(t).Expect(tc.path.String()).To(Equal(tc.want))
+		})
+	}
+}
+
+func TestFieldPathReadsBackAsRendered(t *testing.T) {
+	for _, path := range []plan.FieldPath{
+		{"spec", "profileCustomizations", "devEnableSoftTainter"},
+		{"metadata", "labels", "advisor.kubevirt.io/managed-by"},
+		{"data", "a.b", "c"},
+		{"metadata", "annotations", `say "hi"`},
+		{"data", `ends with a backslash\`},
+		{"data", `\"`, `a\\b`, `"]`, `["`},
+	} {
+		t.Run(path.String(), func(t *testing.T) {
+			g := NewWithT(t)
+			got, err := plan.ParseFieldPath(path.String())
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(got).To(Equal(path))
 		})
 	}
 }

@@ -187,9 +187,9 @@ func TestInputsHashIsTheSameWhetherFingerprintsAreKeptOrNot(t *testing.T) {
 			"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
 			"metadata": map[string]any{"name": "empty.example.com"},
 		}}
-		if versioned {
-			for i, o := range []*unstructured.Unstructured{crd, pool, empty} {
-				o.SetUID(types.UID(fmt.Sprintf("uid-%d", i)))
+		for i, o := range []*unstructured.Unstructured{crd, pool, empty} {
+			o.SetUID(types.UID(fmt.Sprintf("uid-%d", i)))
+			if versioned {
 				o.SetResourceVersion("42")
 			}
 		}
@@ -214,5 +214,37 @@ func TestInputsHashIsTheSameWhetherFingerprintsAreKeptOrNot(t *testing.T) {
 	computed, kept, unversioned := hash(true), hash(true), hash(false)
 	if computed != kept || computed != unversioned {
 		t.Errorf("inputs hashes differ: computed %s, kept %s, without versions %s", computed, kept, unversioned)
+	}
+}
+
+// A CRD counts by which object it is and which spec it has (its generation): a status
+// change is no input change; a spec change, or the CRD created again, is.
+func TestCRDInputsCountByIdentityAndSpecGeneration(t *testing.T) {
+	hash := func(uid, resourceVersion string, generation int64, storedVersions ...any) string {
+		crd := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+			"metadata": map[string]any{"name": "things.example.com", "uid": uid, "resourceVersion": resourceVersion, "generation": generation},
+			"spec":     map[string]any{"group": "example.com"},
+			"status":   map[string]any{"storedVersions": storedVersions},
+		}}
+		rec := plan.NewRecorder(fixedReader{objects: map[string]*unstructured.Unstructured{"things.example.com": crd}})
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion("apiextensions.k8s.io/v1")
+		u.SetKind("CustomResourceDefinition")
+		if err := rec.Get(context.Background(), client.ObjectKey{Name: "things.example.com"}, u); err != nil {
+			t.Fatal(err)
+		}
+		_, h := rec.Inputs(nil)
+		return h
+	}
+	first := hash("uid-1", "10", 1, "v1")
+	if h := hash("uid-1", "11", 1, "v1", "v2"); h != first {
+		t.Error("a status change of the CRD (new resourceVersion, same generation) changed the inputs hash")
+	}
+	if h := hash("uid-1", "12", 2, "v1"); h == first {
+		t.Error("a spec change of the CRD (new generation) did not change the inputs hash")
+	}
+	if h := hash("uid-2", "13", 1, "v1"); h == first {
+		t.Error("the CRD created again (new uid) did not change the inputs hash")
 	}
 }

@@ -183,23 +183,41 @@ func (r *Recorder) live(ctx context.Context, desired *unstructured.Unstructured)
 	return u, nil
 }
 
-// inputFingerprint is what counts of one input for the plan: for a CRD its spec (served
-// versions and schemas), for a Node its labels (hardware facts), for anything else its spec
+// inputFingerprint is what counts of one input for the plan: for a CRD which spec it has
+// (see crdFingerprint), for a Node its labels (hardware facts), for anything else its spec
 // and labels. Status and metadata noise never count, so a status update is no input change.
 func inputFingerprint(gvk schema.GroupVersionKind, obj map[string]any) any {
 	labels, _, _ := unstructured.NestedMap(obj, "metadata", "labels")
 	switch gvk.GroupKind() {
 	case schema.GroupKind{Group: "", Kind: "Node"}:
 		return labels
-	case schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}:
-		return obj["spec"]
+	case crdGroupKind:
+		uid, _, _ := unstructured.NestedString(obj, "metadata", "uid")
+		// Decoded from JSON: the generation is a float64.
+		generation, _, _ := unstructured.NestedFieldNoCopy(obj, "metadata", "generation")
+		if f, ok := generation.(float64); ok {
+			return crdFingerprint(uid, int64(f))
+		}
+		return crdFingerprint(uid, 0)
 	}
 	return map[string]any{"spec": obj["spec"], "labels": labels}
 }
 
+var crdGroupKind = schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}
+
+// crdFingerprint is what counts of a CRD: which object it is and which spec it has. The API
+// server increments a CRD's metadata.generation on every change of its spec (served
+// versions, schemas) and on no other change, so the two tell its spec apart without
+// encoding it: a schema runs to megabytes (the HyperConverged CRD's encoding took tens of
+// milliseconds, and hashing it again milliseconds in every rendering). A CRD deleted and
+// created again is another object, even with the same spec.
+func crdFingerprint(uid string, generation int64) any {
+	return map[string]any{"uid": uid, "generation": generation}
+}
+
 // fingerprints keeps the encoded fingerprint of objects by kind, uid and resourceVersion:
-// an object at one resourceVersion always has the same one, and the large inputs (CRDs)
-// are read at the same version by every rendering until they change.
+// an object at one resourceVersion always has the same one, and inputs are read at the
+// same version by every rendering until they change.
 var fingerprints = struct {
 	sync.Mutex
 	byVersion map[string]json.RawMessage
@@ -211,6 +229,9 @@ const maxFingerprints = 512
 // objectFingerprint is inputFingerprint of a read object, as encoded JSON when the object
 // names its version (HashJSON encodes it to the same bytes as the value itself).
 func objectFingerprint(gvk schema.GroupVersionKind, read runtime.Object) any {
+	if crd, ok := read.(*apiextensionsv1.CustomResourceDefinition); ok {
+		return crdFingerprint(string(crd.UID), crd.Generation)
+	}
 	key := ""
 	if m, err := apimeta.Accessor(read); err == nil && m.GetUID() != "" && m.GetResourceVersion() != "" {
 		key = gvk.String() + "/" + string(m.GetUID()) + "/" + m.GetResourceVersion()
@@ -218,9 +239,6 @@ func objectFingerprint(gvk schema.GroupVersionKind, read runtime.Object) any {
 		kept, ok := fingerprints.byVersion[key]
 		fingerprints.Unlock()
 		if ok {
-			if kept == nil {
-				return nil
-			}
 			return kept
 		}
 	}
@@ -233,11 +251,9 @@ func objectFingerprint(gvk schema.GroupVersionKind, read runtime.Object) any {
 	if key == "" {
 		return v
 	}
-	var encoded json.RawMessage
-	if v != nil {
-		if encoded, err = json.Marshal(v); err != nil {
-			return v
-		}
+	encoded, err := json.Marshal(v)
+	if err != nil {
+		return v
 	}
 	fingerprints.Lock()
 	if len(fingerprints.byVersion) >= maxFingerprints {
@@ -245,10 +261,7 @@ func objectFingerprint(gvk schema.GroupVersionKind, read runtime.Object) any {
 	}
 	fingerprints.byVersion[key] = encoded
 	fingerprints.Unlock()
-	if encoded == nil {
-		return nil
-	}
-	return encoded
+	return json.RawMessage(encoded)
 }
 
 // Inputs returns the objects read that are not among targets (a plan's targets are

@@ -72,13 +72,13 @@ func (m *memory) doubt(name string) {
 	}
 }
 
-// newestSeen returns a copy of the newest version of the config this process has seen
-// for certain, or nil.
+// newestSeen returns the newest version of the config this process has seen for certain,
+// or nil. It is never changed: a caller that keeps it copies it.
 func (m *memory) newestSeen(name string) *advisorv1alpha1.VirtPlatformConfig {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if c, ok := m.configs[name]; ok && c.newest != nil {
-		return c.newest.DeepCopy()
+	if c, ok := m.configs[name]; ok {
+		return c.newest
 	}
 	return nil
 }
@@ -110,7 +110,7 @@ func (r *VirtPlatformConfigReconciler) readConfig(ctx context.Context, key types
 			case cmp >= 0:
 				return cached, nil
 			default:
-				return newest, nil
+				return newest.DeepCopy(), nil
 			}
 		}
 	}

@@ -310,7 +310,7 @@ func (c *crdReader) Get(ctx context.Context, key client.ObjectKey, obj client.Ob
 		kept, found := c.crds[key.Name]
 		c.mu.Unlock()
 		if found && kept.ResourceVersion == meta.ResourceVersion && kept.UID == meta.UID {
-			plan.ShareReadOnly(crd, kept)
+			*crd = *kept // shared, not copied: see plan.ShareReadOnly
 			return nil
 		}
 	}
@@ -326,9 +326,8 @@ func (c *crdReader) Get(ctx context.Context, key client.ObjectKey, obj client.Ob
 	if c.crds == nil {
 		c.crds = map[string]*apiextensionsv1.CustomResourceDefinition{}
 	}
-	kept := &apiextensionsv1.CustomResourceDefinition{}
-	plan.ShareReadOnly(kept, crd)
-	c.crds[key.Name] = kept
+	kept := *crd
+	c.crds[key.Name] = &kept
 	c.mu.Unlock()
 	return nil
 }

@@ -174,14 +174,13 @@ func TestInputsHashIsTheSameWhetherFingerprintsAreKeptOrNot(t *testing.T) {
 		crd := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
 			"metadata": map[string]any{"name": "things.example.com"},
-			"spec": map[string]any{"group": "example.com", "versions": []any{
-				map[string]any{"name": "v1", "served": true, "schema": map[string]any{"description": "<a & b>", "max": int64(1 << 60)}},
-			}},
+			"spec":     map[string]any{"group": "example.com", "versions": []any{map[string]any{"name": "v1", "served": true}}},
 		}}
 		pool := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfigPool",
 			"metadata": map[string]any{"name": "worker", "labels": map[string]any{"role": "worker"}},
-			"spec":     map[string]any{"paused": false, "maxUnavailable": int64(1)},
+			"spec": map[string]any{"paused": false, "maxUnavailable": int64(1),
+				"configuration": map[string]any{"description": "<a & b>", "max": int64(1 << 60)}},
 		}}
 		empty := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",

@@ -229,8 +229,10 @@ const maxFingerprints = 512
 // objectFingerprint is inputFingerprint of a read object, as encoded JSON when the object
 // names its version (HashJSON encodes it to the same bytes as the value itself).
 func objectFingerprint(gvk schema.GroupVersionKind, read runtime.Object) any {
-	if crd, ok := read.(*apiextensionsv1.CustomResourceDefinition); ok {
-		return crdFingerprint(string(crd.UID), crd.Generation)
+	if gvk.GroupKind() == crdGroupKind {
+		if m, err := apimeta.Accessor(read); err == nil {
+			return crdFingerprint(string(m.GetUID()), m.GetGeneration())
+		}
 	}
 	key := ""
 	if m, err := apimeta.Accessor(read); err == nil && m.GetUID() != "" && m.GetResourceVersion() != "" {

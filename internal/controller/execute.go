@@ -256,6 +256,18 @@ func (r *VirtPlatformConfigReconciler) applyItem(ctx context.Context, s *scope, 
 	})
 	// Whatever was read of the target before the apply is past now.
 	s.wroteTarget(item.TargetRef)
+	if out.Written != nil {
+		// The answer is the target as written: later reads of it, in this step and the
+		// next, start from it, the reads other configs kept of it are dropped, and the
+		// watch event of this write does not wake this config again.
+		s.engineReads.wrote(out.Written)
+		if s.reads != s.engineReads {
+			s.reads.wrote(out.Written)
+		}
+		w := out.Written
+		r.memory.changed(time.Now(), w.GetNamespace(), w.GetName(), w.GetResourceVersion(), false)
+		r.memory.wrote(s.vpc.Name, objectVersion{kind: w.GetKind(), namespace: w.GetNamespace(), name: w.GetName()}, w.GetResourceVersion())
+	}
 	if err != nil {
 		if plan.IsPermanent(err) {
 			metrics.Applied(false)
@@ -324,7 +336,7 @@ func (r *VirtPlatformConfigReconciler) checkItemHealth(ctx context.Context, s *s
 		metrics.ItemSettled(s.now.Sub(since).Seconds())
 		return r.failItem(s, i, h.Message), nil
 	}
-	item.Message = h.Message
+	r.showProgress(s, i, h.Message)
 	wait := r.pollInterval()
 	if timeout > 0 {
 		if left := since.Add(timeout).Sub(s.now.Time); left < wait {
@@ -332,6 +344,22 @@ func (r *VirtPlatformConfigReconciler) checkItemHealth(ctx context.Context, s *s
 		}
 	}
 	return ctrl.Result{RequeueAfter: wait}, nil
+}
+
+// progressInterval is how often the message of an item waiting for its rollout may
+// change: a pool reports progress in many small writes, and each new message shown is a
+// status write.
+const progressInterval = time.Second
+
+// showProgress shows the progress of a waiting item, unless this process changed its
+// progress message less than progressInterval ago: the newer message is then shown by the
+// next check (the next event, or the health poll). The first message of a wait is always
+// shown, and the state of an item is never held back, only this message.
+func (r *VirtPlatformConfigReconciler) showProgress(s *scope, i int, message string) {
+	item := &s.vpc.Status.Items[i]
+	if item.Message != message && r.memory.progressDue(s.vpc.Name, item.Name, s.now.Time) {
+		item.Message = message
+	}
 }
 
 // afterItem goes on after an item finished: the next item is prepared in the same step,

@@ -4,9 +4,12 @@ import (
 	"context"
 	"reflect"
 	"sync"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,6 +23,10 @@ import (
 type memory struct {
 	mu      sync.Mutex
 	configs map[string]*configMemory
+	// events are the latest watch events of targets and inputs, oldest first, numbered by
+	// seq (see changed).
+	events []watchEvent
+	seq    uint64
 }
 
 type configMemory struct {
@@ -29,6 +36,41 @@ type configMemory struct {
 	// newest is the newest version of the config this process has seen for certain: the
 	// answer to its last status write, or its last uncached read (see readConfig).
 	newest *advisorv1alpha1.VirtPlatformConfig
+	// carried are the reads of the last execution step, for the next one (see carriedReads).
+	carried *carriedReads
+	// versions are the resourceVersions of the objects the config's reconciles last read
+	// or wrote (see news).
+	versions map[objectVersion]string
+	// progressItem is the waiting item whose message last changed, at progressShown (see
+	// showProgress).
+	progressItem  string
+	progressShown time.Time
+}
+
+// objectVersion names an object whose version a config saw.
+type objectVersion struct {
+	kind, namespace, name string
+}
+
+// maxCarryAge is how long the reads of an execution step may serve the step after it.
+const maxCarryAge = time.Second
+
+// carriedReads are the answers an execution step read (and the objects its apply
+// wrote), kept for the step taken right after it, so that consecutive steps do not read
+// again what they read a moment before. They serve only that next step, only while the
+// config still executes the same plan of the same spec, and only for maxCarryAge; a step
+// that waits for a rollout carries nothing.
+// Every watch event of a target or input drops what they hold of that object and every
+// list (see memory.changed), except an event that reports the very version they hold (the
+// echo of the operator's own apply): a change made by anybody else after the read is not
+// served. The step that enters InProgress (the optimistic lock check of rule 4) and every
+// draft read afresh: they never start from carried reads.
+type carriedReads struct {
+	at                 time.Time
+	uid                types.UID
+	generation         int64
+	planHash           string
+	reads, engineReads map[cacheKey]*cacheEntry
 }
 
 func (m *memory) of(name string) *configMemory {
@@ -53,6 +95,175 @@ func (m *memory) rendered(name string, reads []readSpec) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.of(name).reads = reads
+}
+
+// carry keeps the reads of an execution step for the next one (see carriedReads), after
+// dropping what the watch events reported since the step started (since is the event
+// sequence number takeCarried returned then); nil drops the ones kept.
+func (m *memory) carry(name string, c *carriedReads, since uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if c != nil && (m.seq == since || (len(m.events) > 0 && m.events[0].seq <= since+1)) {
+		for _, ev := range m.events {
+			if ev.seq > since {
+				dropChanged(c.reads, ev)
+				dropChanged(c.engineReads, ev)
+			}
+		}
+	} else {
+		c = nil // some events of the step were not kept: nothing is carried
+	}
+	if c == nil {
+		if kept, ok := m.configs[name]; ok {
+			kept.carried = nil
+		}
+		return
+	}
+	m.of(name).carried = c
+}
+
+// takeCarried returns, once, the reads the last step of the execution the config is in
+// kept for this one, or nil (see carriedReads); and the sequence number of the last watch
+// event so far, for carry.
+func (m *memory) takeCarried(vpc *advisorv1alpha1.VirtPlatformConfig, now time.Time) (*carriedReads, uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	kept, ok := m.configs[vpc.Name]
+	if !ok || kept.carried == nil {
+		return nil, m.seq
+	}
+	c := kept.carried
+	kept.carried = nil
+	if vpc.Status.Phase != advisorv1alpha1.PhaseInProgress || c.uid != vpc.UID || c.generation != vpc.Generation ||
+		c.planHash != vpc.Status.PlanHash || now.Sub(c.at) > maxCarryAge || now.Before(c.at) {
+		return nil, m.seq
+	}
+	return c, m.seq
+}
+
+// watchEvent is what a watch reported of a target or input.
+type watchEvent struct {
+	seq                              uint64
+	at                               time.Time
+	namespace, name, resourceVersion string
+	deleted                          bool
+}
+
+// maxEvents bounds the watch events kept for the steps running (see carry).
+const maxEvents = 1024
+
+// changed drops, from the reads kept for every config, what they hold of an object a
+// watch reported (by namespace and name, whatever its kind) and every list, unless the
+// event reports the very version they hold: an object deleted, or written by anybody
+// after it was read, is read again. The event is kept a while, for the steps running now
+// (see carry).
+func (m *memory) changed(now time.Time, namespace, name, resourceVersion string, deleted bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.seq++
+	ev := watchEvent{seq: m.seq, at: now, namespace: namespace, name: name, resourceVersion: resourceVersion, deleted: deleted}
+	drop := 0
+	for drop < len(m.events) && (len(m.events)-drop >= maxEvents || now.Sub(m.events[drop].at) > 2*maxCarryAge) {
+		drop++
+	}
+	m.events = append(m.events[drop:], ev)
+	for _, c := range m.configs {
+		if c.carried != nil {
+			dropChanged(c.carried.reads, ev)
+			dropChanged(c.carried.engineReads, ev)
+		}
+	}
+}
+
+func dropChanged(entries map[cacheKey]*cacheEntry, ev watchEvent) {
+	same := false
+	for k, e := range entries {
+		if k.list || k.namespace != ev.namespace || k.name != ev.name {
+			continue
+		}
+		if !ev.deleted && resourceVersionOf(e.obj) == ev.resourceVersion {
+			same = true
+			continue
+		}
+		delete(entries, k)
+	}
+	if same {
+		return
+	}
+	for k := range entries {
+		if k.list {
+			delete(entries, k)
+		}
+	}
+}
+
+// resourceVersionOf is the resourceVersion of a read object, "" for NotFound.
+func resourceVersionOf(obj runtime.Object) string {
+	if obj == nil {
+		return ""
+	}
+	a, err := meta.Accessor(obj)
+	if err != nil {
+		return ""
+	}
+	return a.GetResourceVersion()
+}
+
+// read remembers the versions of the objects a reconcile of the config used (read, or
+// wrote and kept as read): entries a reader was served, not reads only sent ahead.
+func (m *memory) read(name string, caches ...*readCache) {
+	seen := map[objectVersion]string{}
+	for _, c := range caches {
+		c.usedVersions(seen)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := m.of(name)
+	if c.versions == nil {
+		c.versions = map[objectVersion]string{}
+	}
+	for k, v := range seen {
+		c.versions[k] = v
+	}
+}
+
+// wrote remembers the version of an object a reconcile of the config just wrote, before
+// the watch reports it (see news).
+func (m *memory) wrote(name string, obj objectVersion, resourceVersion string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := m.of(name)
+	if c.versions == nil {
+		c.versions = map[objectVersion]string{}
+	}
+	c.versions[obj] = resourceVersion
+}
+
+// news tells whether a watch event of an object at a resourceVersion is news to a config:
+// it is not when the config's reconciles last read or wrote that very version, so the
+// decisions taken since already account for it.
+func (m *memory) news(name string, obj objectVersion, resourceVersion string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c, ok := m.configs[name]
+	if !ok || resourceVersion == "" {
+		return true
+	}
+	seen, ok := c.versions[obj]
+	return !ok || seen != resourceVersion
+}
+
+// progressDue tells whether a waiting item of the config may show a new progress message
+// now (its first one always), and if so notes that it does.
+func (m *memory) progressDue(name, item string, now time.Time) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := m.of(name)
+	if c.progressItem == item && now.Sub(c.progressShown) < progressInterval && !now.Before(c.progressShown) {
+		return false
+	}
+	c.progressItem, c.progressShown = item, now
+	return true
 }
 
 // saw remembers a version of the config read uncached or written by this process.

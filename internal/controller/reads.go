@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -66,6 +68,85 @@ type cacheEntry struct {
 
 func newReadCache(reader client.Reader) *readCache {
 	return &readCache{reader: reader, entries: map[cacheKey]*cacheEntry{}, usedSet: map[cacheKey]bool{}}
+}
+
+// seed serves answers kept from the step before (see carriedReads) as if this reconcile
+// had read them.
+func (c *readCache) seed(answers map[cacheKey]*cacheEntry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, e := range answers {
+		if _, ok := c.entries[k]; !ok {
+			c.entries[k] = e
+		}
+	}
+}
+
+// answers returns the reads answered so far (an object, or NotFound); reads in flight are
+// left out. Entries are never changed once answered: they can be shared.
+func (c *readCache) answers() map[cacheKey]*cacheEntry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[cacheKey]*cacheEntry, len(c.entries))
+	for k, e := range c.entries {
+		select {
+		case <-e.done:
+			if e.err == nil || apierrors.IsNotFound(e.err) {
+				out[k] = e
+			}
+		default:
+		}
+	}
+	return out
+}
+
+// usedVersions adds the resourceVersions of the objects readers were served (one by one
+// or in lists) to seen. An object that was not found is noted with an empty version.
+func (c *readCache) usedVersions(seen map[objectVersion]string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, e := range c.entries {
+		if !c.usedSet[k] {
+			continue
+		}
+		select {
+		case <-e.done:
+		default:
+			continue
+		}
+		kind := strings.TrimSuffix(k.gvk.Kind, "List")
+		if kind == "" {
+			continue // a typed object: its kind is its Go type, no watch reports it by
+		}
+		if !k.list {
+			seen[objectVersion{kind: kind, namespace: k.namespace, name: k.name}] = resourceVersionOf(e.obj)
+			continue
+		}
+		items, err := apimeta.ExtractList(e.obj)
+		if err != nil {
+			continue
+		}
+		for _, item := range items {
+			if a, err := apimeta.Accessor(item); err == nil {
+				seen[objectVersion{kind: kind, namespace: a.GetNamespace(), name: a.GetName()}] = a.GetResourceVersion()
+			}
+		}
+	}
+}
+
+// wrote keeps the object a write of this reconcile answered with as the read of it: it is
+// the object as the API server stored it, as new as a read sent after the write.
+func (c *readCache) wrote(obj *unstructured.Unstructured) {
+	sp := getSpec(client.ObjectKeyFromObject(obj), obj)
+	e := &cacheEntry{done: make(chan struct{}), obj: obj.DeepCopy()}
+	close(e.done)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.entries[sp.key] = e
+	if !c.usedSet[sp.key] {
+		c.usedSet[sp.key] = true
+		c.used = append(c.used, sp)
+	}
 }
 
 var _ client.Reader = (*readCache)(nil)

@@ -48,6 +48,9 @@ type scope struct {
 	rendered bool
 	// baselineAhead is the next item's rollout baseline, read while an item is applied.
 	baselineAhead *pendingBaseline
+	// eventsSeen is the sequence number of the last watch event before this reconcile
+	// started (see memory.carry).
+	eventsSeen uint64
 }
 
 type transition struct {
@@ -74,6 +77,14 @@ func (r *VirtPlatformConfigReconciler) newScope(ctx context.Context, vpc *adviso
 	s.engineReads = s.reads
 	if !sameReader(r.APIReader, r.Engine.Reader) {
 		s.engineReads = newReadCache(r.Engine.Reader)
+	}
+	var carried *carriedReads
+	carried, s.eventsSeen = r.memory.takeCarried(vpc, s.now.Time)
+	if carried != nil {
+		s.reads.seed(carried.reads)
+		if s.engineReads != s.reads {
+			s.engineReads.seed(carried.engineReads)
+		}
 	}
 	s.readCtx, s.stopReads = context.WithCancel(ctx)
 	if p, ok := r.Profiles.Get(vpc.Spec.Profile); ok {

@@ -117,7 +117,27 @@ func (r *VirtPlatformConfigReconciler) Reconcile(ctx context.Context, req ctrl.R
 		}
 		return ctrl.Result{}, perr
 	}
+	if err == nil {
+		r.memory.read(req.Name, s.reads, s.engineReads)
+	}
+	r.carryReads(s, err == nil && result.RequeueAfter == immediately)
 	return result, err
+}
+
+// carryReads keeps what a step of an execution read, and wrote, for the step taken right
+// after it (see carriedReads). A step that waits (for a rollout) carries nothing: the step
+// after a wait reads afresh.
+func (r *VirtPlatformConfigReconciler) carryReads(s *scope, goesOn bool) {
+	if !goesOn || s.vpc.Status.Phase != advisorv1alpha1.PhaseInProgress {
+		r.memory.carry(s.vpc.Name, nil, s.eventsSeen)
+		return
+	}
+	c := &carriedReads{at: s.now.Time, uid: s.vpc.UID, generation: s.vpc.Generation, planHash: s.vpc.Status.PlanHash,
+		reads: s.reads.answers()}
+	if s.engineReads != s.reads {
+		c.engineReads = s.engineReads.answers()
+	}
+	r.memory.carry(s.vpc.Name, c, s.eventsSeen)
 }
 
 // step dispatches on the phase. Every path ends in exactly one phase.
@@ -290,6 +310,10 @@ func (r *VirtPlatformConfigReconciler) SetupWithManager(mgr ctrl.Manager) error 
 	}
 	r.watches = newWatches(c, mgr.GetRESTMapper(), rest.CopyConfig(mgr.GetConfig()), mgr.GetHTTPClient(), mgr.GetScheme(),
 		mgr.GetLogger().WithName("watches"))
+	r.watches.observe = func(namespace, name, resourceVersion string, deleted bool) {
+		r.memory.changed(time.Now(), namespace, name, resourceVersion, deleted)
+	}
+	r.watches.news = r.memory.news
 	if err := mgr.Add(r.watches); err != nil {
 		return err
 	}

@@ -15,9 +15,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -69,6 +71,11 @@ type watches struct {
 	httpClient *http.Client
 	scheme     *runtime.Scheme
 	log        logr.Logger
+
+	// observe is told of every event of a target or input; news tells whether an event
+	// of an object at a resourceVersion is news to a config (see events).
+	observe func(namespace, name, resourceVersion string, deleted bool)
+	news    func(config string, obj objectVersion, resourceVersion string) bool
 
 	kinds    map[schema.GroupKind]context.CancelFunc
 	inputs   map[targetKey]*inputWatch
@@ -242,7 +249,10 @@ func (w *watches) watchKindLocked(gk schema.GroupKind) {
 	}()
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(mapping.GroupVersionKind)
-	if err := w.ctrl.Watch(source.Kind[client.Object](c, obj, w.handler(gk))); err != nil {
+	keyOf := func(o client.Object) targetKey {
+		return targetKey{Group: gk.Group, Kind: gk.Kind, Namespace: o.GetNamespace(), Name: o.GetName()}
+	}
+	if err := w.ctrl.Watch(source.Kind[client.Object](c, obj, w.events(keyOf))); err != nil {
 		stop()
 		w.log.Error(err, "cannot watch a managed kind", "kind", gk.String())
 		return
@@ -314,12 +324,11 @@ func (w *watches) watchInputLocked(k targetKey, config string) {
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(mapping.GroupVersionKind)
 	gk := k.groupKind()
-	mapper := func(_ context.Context, o client.Object) []reconcile.Request {
-		key := targetKey{Group: gk.Group, Kind: gk.Kind, Namespace: o.GetNamespace(), Name: o.GetName()}
+	keyOf := func(o client.Object) targetKey {
 		if k.Name == "" {
-			key = k // a list input: any object of the kind counts
+			return k // a list input: any object of the kind counts
 		}
-		return w.configsOf(key)
+		return targetKey{Group: gk.Group, Kind: gk.Kind, Namespace: o.GetNamespace(), Name: o.GetName()}
 	}
 	var filters []predicate.TypedPredicate[client.Object]
 	if gk == (schema.GroupKind{Kind: "Node"}) {
@@ -327,7 +336,7 @@ func (w *watches) watchInputLocked(k targetKey, config string) {
 		// nothing a plan depends on, and in a large cluster they never stop.
 		filters = append(filters, predicate.LabelChangedPredicate{})
 	}
-	if err := w.ctrl.Watch(source.Kind[client.Object](c, obj, handler.EnqueueRequestsFromMapFunc(mapper), filters...)); err != nil {
+	if err := w.ctrl.Watch(source.Kind[client.Object](c, obj, w.events(keyOf), filters...)); err != nil {
 		stop()
 		w.log.Error(err, "cannot watch an input", "input", k.String())
 		return
@@ -336,10 +345,43 @@ func (w *watches) watchInputLocked(k targetKey, config string) {
 	w.log.V(1).Info("watching input", "input", k.String())
 }
 
-func (w *watches) handler(gk schema.GroupKind) handler.EventHandler {
-	return handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-		return w.configsOf(targetKey{Group: gk.Group, Kind: gk.Kind, Namespace: o.GetNamespace(), Name: o.GetName()})
-	})
+// events handles the events of a target or input cache: each one is reported to observe
+// first (which drops the reads the reconciler kept of the object, see memory.changed),
+// then mapped by keyOf to the configs whose plans name the object. A config is not woken
+// by an event that reports the very version of the object it last read or wrote (see
+// memory.news): the echo of its own apply, or a watch starting with what the config
+// already saw. A deletion, or an event that says nothing of what happened, always wakes
+// it.
+func (w *watches) events(keyOf func(client.Object) targetKey) handler.EventHandler {
+	enqueue := func(o client.Object, deleted bool, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		if o == nil {
+			return
+		}
+		if w.observe != nil {
+			w.observe(o.GetNamespace(), o.GetName(), o.GetResourceVersion(), deleted)
+		}
+		gk := keyOf(o).groupKind()
+		for _, req := range w.configsOf(keyOf(o)) {
+			if deleted || w.news == nil ||
+				w.news(req.Name, objectVersion{kind: gk.Kind, namespace: o.GetNamespace(), name: o.GetName()}, o.GetResourceVersion()) {
+				q.Add(req)
+			}
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(e.Object, false, q)
+		},
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(e.ObjectNew, false, q)
+		},
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(e.Object, true, q)
+		},
+		GenericFunc: func(_ context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(e.Object, true, q)
+		},
+	}
 }
 
 func (w *watches) configsOf(k targetKey) []reconcile.Request {

@@ -52,6 +52,8 @@ type ApplyOutcome struct {
 	SpecChanged bool
 	// Record is what the item left on the target.
 	Record *advisorv1alpha1.AppliedRecord
+	// Written is the target as the apply's answer showed it, when Applied.
+	Written *unstructured.Unstructured
 }
 
 // ApplyItem executes one item. It re-reads the target; when the target already holds the
@@ -131,7 +133,7 @@ func (e *Engine) ApplyItem(ctx context.Context, item advisorv1alpha1.PlanItem, o
 		}
 		return ApplyOutcome{}, fmt.Errorf("apply %s: %w", describe(desired), err)
 	}
-	out := ApplyOutcome{Applied: true, Record: record(item, valuesHash(target, paths, applied, false, norms...))}
+	out := ApplyOutcome{Applied: true, Record: record(item, valuesHash(target, paths, applied, false, norms...)), Written: applied}
 	out.SpecChanged = live == nil || !jsonEqual(live.Object["spec"], applied.Object["spec"])
 	return out, nil
 }

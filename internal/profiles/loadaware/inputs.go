@@ -3,6 +3,7 @@ package loadaware
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -45,46 +46,75 @@ type MigrationLimits struct {
 // ReadInputs reads what the plan depends on: the KubeDescheduler CRD's schema and the
 // live KubeDescheduler, the HyperConverged's migration limits (only when the schema has
 // eviction limits and the options leave one to the HyperConverged), and, with PSI metrics,
-// whether the worker pool already runs with psi=1.
+// whether the worker pool already runs with psi=1. The reads after the schema do not
+// depend on each other: they are sent together.
 func ReadInputs(ctx context.Context, reader client.Reader, o *advisorv1alpha1.LoadAwareOptions) (Inputs, error) {
 	var in Inputs
 	var err error
 	if in.Schema, err = targets.ReadDeschedulerSchema(ctx, reader); err != nil {
 		return Inputs{}, err
 	}
-	live := &unstructured.Unstructured{}
-	live.SetGroupVersionKind(targets.KubeDescheduler.GVK)
-	switch err := reader.Get(ctx, types.NamespacedName{Namespace: DeschedulerNamespace, Name: DeschedulerName}, live); {
-	case apierrors.IsNotFound(err):
-	case err != nil:
-		return Inputs{}, fmt.Errorf("read KubeDescheduler %s/%s: %w", DeschedulerNamespace, DeschedulerName, err)
-	default:
-		profiles, _, _ := unstructured.NestedStringSlice(live.Object, "spec", "profiles")
-		in.Descheduler = &LiveDescheduler{Profiles: profiles}
-	}
+	reads := []func() error{func() (err error) {
+		in.Descheduler, err = readDescheduler(ctx, reader)
+		return err
+	}}
 	if in.Schema.EvictionLimitTotal && (o.EvictionLimitTotal == nil || o.EvictionLimitNode == nil) {
-		hco, err := targets.FindHyperConverged(ctx, reader)
-		if err != nil {
-			return Inputs{}, err
-		}
-		if hco != nil {
-			limits := &MigrationLimits{Source: hco.Describe()}
-			path := hco.Fields.LiveMigrationConfig()
-			if v, ok := hco.Int64(append(path, "parallelMigrationsPerCluster")); ok {
-				limits.PerCluster = &v
-			}
-			if v, ok := hco.Int64(append(path, "parallelOutboundMigrationsPerNode")); ok {
-				limits.PerNode = &v
-			}
-			in.MigrationLimits = limits
-		}
+		reads = append(reads, func() (err error) {
+			in.MigrationLimits, err = readMigrationLimits(ctx, reader)
+			return err
+		})
 	}
 	if *o.EnablePSIMetrics {
-		if in.PSIEffective, err = psiAlreadyEffective(ctx, reader); err != nil {
+		reads = append(reads, func() (err error) {
+			in.PSIEffective, err = psiAlreadyEffective(ctx, reader)
+			return err
+		})
+	}
+	errs := make([]error, len(reads))
+	var wg sync.WaitGroup
+	for i, read := range reads {
+		wg.Go(func() { errs[i] = read() })
+	}
+	wg.Wait()
+	// The first failure in the order the reads are listed, as when they were sent one by one.
+	for _, err := range errs {
+		if err != nil {
 			return Inputs{}, err
 		}
 	}
 	return in, nil
+}
+
+// readDescheduler reads the live KubeDescheduler; nil when there is none.
+func readDescheduler(ctx context.Context, reader client.Reader) (*LiveDescheduler, error) {
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(targets.KubeDescheduler.GVK)
+	switch err := reader.Get(ctx, types.NamespacedName{Namespace: DeschedulerNamespace, Name: DeschedulerName}, live); {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("read KubeDescheduler %s/%s: %w", DeschedulerNamespace, DeschedulerName, err)
+	}
+	profiles, _, _ := unstructured.NestedStringSlice(live.Object, "spec", "profiles")
+	return &LiveDescheduler{Profiles: profiles}, nil
+}
+
+// readMigrationLimits reads the HyperConverged's live migration limits; nil when there is
+// no HyperConverged.
+func readMigrationLimits(ctx context.Context, reader client.Reader) (*MigrationLimits, error) {
+	hco, err := targets.FindHyperConverged(ctx, reader)
+	if err != nil || hco == nil {
+		return nil, err
+	}
+	limits := &MigrationLimits{Source: hco.Describe()}
+	path := hco.Fields.LiveMigrationConfig()
+	if v, ok := hco.Int64(append(path, "parallelMigrationsPerCluster")); ok {
+		limits.PerCluster = &v
+	}
+	if v, ok := hco.Int64(append(path, "parallelOutboundMigrationsPerNode")); ok {
+		limits.PerNode = &v
+	}
+	return limits, nil
 }
 
 // psiAlreadyEffective tells whether the worker pool's current rendered configuration

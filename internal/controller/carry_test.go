@@ -29,6 +29,13 @@ func getConfigMap(t *testing.T, r client.Reader, name string) *unstructured.Unst
 	return u
 }
 
+// readerOfAB answers ConfigMaps a (at resourceVersion 10) and b (at 11).
+func readerOfAB() *countingReader {
+	return &countingReader{reads: map[string]int{}, objects: map[string]map[string]any{
+		"a": versioned("a", "1", "10"), "b": versioned("b", "1", "11"),
+	}}
+}
+
 // executing is a config in the middle of an execution.
 func executing() *advisorv1alpha1.VirtPlatformConfig {
 	vpc := &advisorv1alpha1.VirtPlatformConfig{}
@@ -56,9 +63,7 @@ func carriedFrom(vpc *advisorv1alpha1.VirtPlatformConfig, at time.Time, c *readC
 }
 
 func TestCarriedReadsServeTheNextStepOnlyWhileNothingChanged(t *testing.T) {
-	reader := &countingReader{reads: map[string]int{}, objects: map[string]map[string]any{
-		"a": versioned("a", "1", "10"), "b": versioned("b", "1", "11"),
-	}}
+	reader := readerOfAB()
 	m := &memory{}
 	vpc := executing()
 	now := time.Now()
@@ -107,9 +112,7 @@ func TestCarriedReadsServeTheNextStepOnlyWhileNothingChanged(t *testing.T) {
 }
 
 func TestCarriedReadsAreDroppedWhenTheExecutionIsNotTheSame(t *testing.T) {
-	reader := &countingReader{reads: map[string]int{}, objects: map[string]map[string]any{
-		"a": versioned("a", "1", "10"), "b": versioned("b", "1", "11"),
-	}}
+	reader := readerOfAB()
 	now := time.Now()
 	cases := map[string]func(vpc *advisorv1alpha1.VirtPlatformConfig) time.Time{
 		"the spec changed":          func(vpc *advisorv1alpha1.VirtPlatformConfig) time.Time { vpc.Generation++; return now },
@@ -136,9 +139,7 @@ func TestCarriedReadsAreDroppedWhenTheExecutionIsNotTheSame(t *testing.T) {
 }
 
 func TestCarriedReadsAreNotKeptWhenEventsOfTheStepWereLost(t *testing.T) {
-	reader := &countingReader{reads: map[string]int{}, objects: map[string]map[string]any{
-		"a": versioned("a", "1", "10"), "b": versioned("b", "1", "11"),
-	}}
+	reader := readerOfAB()
 	m := &memory{}
 	vpc := executing()
 	now := time.Now()

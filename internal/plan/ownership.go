@@ -106,18 +106,43 @@ func takenOver(live, planned, desired *unstructured.Unstructured, manager string
 		if json.Unmarshal(e.FieldsV1.GetRawBytes(), &set) != nil {
 			continue
 		}
+		seen := map[string]bool{}
 		for _, p := range paths {
-			if !ownsPath(set, p) || stillOwns(after[e.Manager], p) {
+			q := takenPath(set, after[e.Manager], p)
+			if q == nil || seen[q.String()] {
 				continue
 			}
+			seen[q.String()] = true
 			out = append(out, advisorv1alpha1.FieldConflict{
-				Path: p.String(), Manager: e.Manager,
-				LiveValue: jsonValue(live.Object, p), PlannedValue: jsonValue(desired.Object, p),
+				Path: q.String(), Manager: e.Manager,
+				LiveValue: jsonValue(live.Object, q), PlannedValue: jsonValue(desired.Object, q),
 			})
 		}
 	}
 	sortConflicts(out)
 	return out
+}
+
+// takenPath is the field at or above managed path p that a manager owned (set, on live)
+// and no longer owns once the plan is applied (after), or nil. Above p it is a field the
+// manager owned whole (no members in its set): an atomic map or struct, such as a
+// KubeletConfig's machineConfigPoolSelector, which whoever sets a key in it takes over as a
+// whole. A field owned with no members that the manager still owns afterwards is a
+// struct whose fields are owned one by one: no conflict.
+func takenPath(set map[string]any, after []map[string]any, p FieldPath) FieldPath {
+	cur := set
+	for i, seg := range p {
+		next, ok := cur["f:"+seg].(map[string]any)
+		if !ok {
+			return nil
+		}
+		q := p[:i+1]
+		if (i == len(p)-1 || len(next) == 0) && !stillOwns(after, q) {
+			return q
+		}
+		cur = next
+	}
+	return nil
 }
 
 func stillOwns(sets []map[string]any, p FieldPath) bool {

@@ -9,18 +9,12 @@ import (
 	"github.com/kubevirt/virt-advisor-operator/internal/plan"
 )
 
-// selectingPool is a MachineConfigPool whose machineConfigSelector (an atomic map: whoever sets it
-// owns all of it) matches the given role.
+// selectingPool is a MachineConfigPool whose machineConfigSelector (an atomic map: whoever
+// sets it owns all of it) matches the given role.
 func selectingPool(name, role string) *unstructured.Unstructured {
-	return object(`
-		apiVersion: machineconfiguration.openshift.io/v1
-		kind: MachineConfigPool
-		metadata:
-		  name: ` + name + `
-		spec:
-		  machineConfigSelector:
-		    matchLabels:
-		      machineconfiguration.openshift.io/role: ` + role)
+	p := pool(name, role, "")
+	unstructured.RemoveNestedField(p.Object, "spec", "configuration")
+	return p
 }
 
 func poolItem(name, role string) plan.Item {
@@ -49,7 +43,7 @@ var _ = Describe("Conflicts inside an atomic map", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(out.Applied).To(BeTrue(), "the approved plan showed the conflict: its apply takes the map over")
 		role, _, _ := unstructured.NestedString(live(selectingPool("atomic-pool", "")).Object,
-			"spec", "machineConfigSelector", "matchLabels", "machineconfiguration.openshift.io/role")
+			"spec", "machineConfigSelector", "matchLabels", roleLabelKey)
 		Expect(role).To(Equal("infra"))
 	})
 
@@ -75,7 +69,7 @@ var _ = Describe("Conflicts inside an atomic map", func() {
 		got := live(target)
 		Expect(got.GetLabels()).To(HaveKeyWithValue("team", "a"))
 		role, _, _ := unstructured.NestedString(got.Object,
-			"spec", "machineConfigSelector", "matchLabels", "machineconfiguration.openshift.io/role")
+			"spec", "machineConfigSelector", "matchLabels", roleLabelKey)
 		Expect(role).To(Equal("infra"))
 	})
 })

@@ -260,9 +260,8 @@ func (r *VirtPlatformConfigReconciler) applyItem(ctx context.Context, s *scope, 
 		// The answer is the target as written: later reads of it, in this step and the
 		// next, start from it, the reads other configs kept of it are dropped, and the
 		// watch event of this write does not wake this config again.
-		s.engineReads.wrote(out.Written)
-		if s.reads != s.engineReads {
-			s.reads.wrote(out.Written)
+		for _, c := range s.caches() {
+			c.wrote(out.Written)
 		}
 		w := out.Written
 		r.memory.changed(time.Now(), w.GetNamespace(), w.GetName(), w.GetResourceVersion(), false)

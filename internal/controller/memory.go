@@ -99,25 +99,19 @@ func (m *memory) rendered(name string, reads []readSpec) {
 
 // carry keeps the reads of an execution step for the next one (see carriedReads), after
 // dropping what the watch events reported since the step started (since is the event
-// sequence number takeCarried returned then); nil drops the ones kept.
+// sequence number takeCarried returned then). When some of those events are no longer
+// kept, nothing is carried.
 func (m *memory) carry(name string, c *carriedReads, since uint64) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if c != nil && (m.seq == since || (len(m.events) > 0 && m.events[0].seq <= since+1)) {
-		for _, ev := range m.events {
-			if ev.seq > since {
-				dropChanged(c.reads, ev)
-				dropChanged(c.engineReads, ev)
-			}
-		}
-	} else {
-		c = nil // some events of the step were not kept: nothing is carried
-	}
-	if c == nil {
-		if kept, ok := m.configs[name]; ok {
-			kept.carried = nil
-		}
+	if m.seq != since && (len(m.events) == 0 || m.events[0].seq > since+1) {
 		return
+	}
+	for _, ev := range m.events {
+		if ev.seq > since {
+			dropChanged(c.reads, ev)
+			dropChanged(c.engineReads, ev)
+		}
 	}
 	m.of(name).carried = c
 }
@@ -218,13 +212,17 @@ func (m *memory) read(name string, caches ...*readCache) {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	c := m.of(name)
+	for k, v := range seen {
+		m.of(name).saw(k, v)
+	}
+}
+
+// saw notes a version of an object the config read or wrote.
+func (c *configMemory) saw(obj objectVersion, resourceVersion string) {
 	if c.versions == nil {
 		c.versions = map[objectVersion]string{}
 	}
-	for k, v := range seen {
-		c.versions[k] = v
-	}
+	c.versions[obj] = resourceVersion
 }
 
 // wrote remembers the version of an object a reconcile of the config just wrote, before
@@ -232,11 +230,7 @@ func (m *memory) read(name string, caches ...*readCache) {
 func (m *memory) wrote(name string, obj objectVersion, resourceVersion string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	c := m.of(name)
-	if c.versions == nil {
-		c.versions = map[objectVersion]string{}
-	}
-	c.versions[obj] = resourceVersion
+	m.of(name).saw(obj, resourceVersion)
 }
 
 // news tells whether a watch event of an object at a resourceVersion is news to a config:
@@ -410,8 +404,7 @@ func (r *VirtPlatformConfigReconciler) engine(s *scope) *plan.Engine {
 
 // wroteTarget drops what this reconcile read of a target it just wrote.
 func (s *scope) wroteTarget(ref advisorv1alpha1.TargetReference) {
-	s.reads.invalidate(ref.Namespace, ref.Name)
-	if s.engineReads != s.reads {
-		s.engineReads.invalidate(ref.Namespace, ref.Name)
+	for _, c := range s.caches() {
+		c.invalidate(ref.Namespace, ref.Name)
 	}
 }

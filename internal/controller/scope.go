@@ -95,6 +95,14 @@ func (r *VirtPlatformConfigReconciler) newScope(ctx context.Context, vpc *adviso
 	return s
 }
 
+// caches are this reconcile's read caches, each once.
+func (s *scope) caches() []*readCache {
+	if s.engineReads == s.reads {
+		return []*readCache{s.reads}
+	}
+	return []*readCache{s.reads, s.engineReads}
+}
+
 // profileName is the config's profile as the plan engine names it.
 func (s *scope) profileName() string { return string(s.vpc.Spec.Profile) }
 

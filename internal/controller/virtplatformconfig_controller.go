@@ -118,7 +118,7 @@ func (r *VirtPlatformConfigReconciler) Reconcile(ctx context.Context, req ctrl.R
 		return ctrl.Result{}, perr
 	}
 	if err == nil {
-		r.memory.read(req.Name, s.reads, s.engineReads)
+		r.memory.read(req.Name, s.caches()...)
 	}
 	r.carryReads(s, err == nil && result.RequeueAfter == immediately)
 	return result, err
@@ -129,8 +129,7 @@ func (r *VirtPlatformConfigReconciler) Reconcile(ctx context.Context, req ctrl.R
 // after a wait reads afresh.
 func (r *VirtPlatformConfigReconciler) carryReads(s *scope, goesOn bool) {
 	if !goesOn || s.vpc.Status.Phase != advisorv1alpha1.PhaseInProgress {
-		r.memory.carry(s.vpc.Name, nil, s.eventsSeen)
-		return
+		return // what the step before carried was taken by this one (takeCarried)
 	}
 	c := &carriedReads{at: s.now.Time, uid: s.vpc.UID, generation: s.vpc.Generation, planHash: s.vpc.Status.PlanHash,
 		reads: s.reads.answers()}

@@ -360,8 +360,9 @@ func (w *watches) events(keyOf func(client.Object) targetKey) handler.EventHandl
 		if w.observe != nil {
 			w.observe(o.GetNamespace(), o.GetName(), o.GetResourceVersion(), deleted)
 		}
-		gk := keyOf(o).groupKind()
-		for _, req := range w.configsOf(keyOf(o)) {
+		key := keyOf(o)
+		gk := key.groupKind()
+		for _, req := range w.configsOf(key) {
 			if deleted || w.news == nil ||
 				w.news(req.Name, objectVersion{kind: gk.Kind, namespace: o.GetNamespace(), name: o.GetName()}, o.GetResourceVersion()) {
 				q.Add(req)

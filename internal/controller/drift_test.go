@@ -151,6 +151,8 @@ var _ = Describe("Watching a completed plan", func() {
 		Expect(ignored.Status.PlanHash).To(BeEmpty())
 		Expect(metricValue("virt_advisor_config_phase", map[string]string{"name": configName, "phase": "Ignored"})).To(Equal(1.0))
 		Expect(metricValue("virt_advisor_config_phase", map[string]string{"name": configName, "phase": "Completed"})).To(Equal(0.0))
+		// The transition's Event is sent asynchronously: it is counted before the mark.
+		Eventually(eventReasons).Should(ContainElement("Ignored"))
 
 		mark := requests.mark()
 		editDescheduler(`{"spec":{"deschedulingIntervalSeconds":1234}}`)

@@ -213,19 +213,21 @@ func listSpec(list client.ObjectList, opts []client.ListOption) (readSpec, bool)
 	}, true
 }
 
-// read sends the read a spec describes.
+// read sends the read a spec describes. Like every read of a reconcile, it never takes
+// the 404 of a resource the API server does not serve for a missing object (see
+// plan.NotServedAsUnavailable).
 func (sp readSpec) read(ctx context.Context, reader client.Reader) (runtime.Object, error) {
 	obj := sp.newObj()
 	if sp.key.list {
-		return obj, reader.List(ctx, obj.(client.ObjectList), sp.listOpts...)
+		return obj, plan.NotServedAsUnavailable(reader.List(ctx, obj.(client.ObjectList), sp.listOpts...))
 	}
-	return obj, reader.Get(ctx, sp.objKey, obj.(client.Object))
+	return obj, plan.NotServedAsUnavailable(reader.Get(ctx, sp.objKey, obj.(client.Object)))
 }
 
 // Get implements client.Reader.
 func (c *readCache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	if len(opts) > 0 {
-		return c.reader.Get(ctx, key, obj, opts...)
+		return plan.NotServedAsUnavailable(c.reader.Get(ctx, key, obj, opts...))
 	}
 	return c.serve(ctx, getSpec(key, obj), obj)
 }
@@ -234,7 +236,7 @@ func (c *readCache) Get(ctx context.Context, key client.ObjectKey, obj client.Ob
 func (c *readCache) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	sp, ok := listSpec(list, opts)
 	if !ok {
-		return c.reader.List(ctx, list, opts...)
+		return plan.NotServedAsUnavailable(c.reader.List(ctx, list, opts...))
 	}
 	return c.serve(ctx, sp, list)
 }
@@ -269,7 +271,9 @@ func (c *readCache) claim(k cacheKey) (*cacheEntry, bool) {
 	return e, true
 }
 
-// fill sends the read of a claimed entry. An error other than NotFound is not kept.
+// fill sends the read of a claimed entry. An error other than NotFound is not kept; the
+// 404 of a resource the API server does not serve is not a NotFound here (see
+// plan.NotServedAsUnavailable).
 func (c *readCache) fill(ctx context.Context, sp readSpec, e *cacheEntry) {
 	e.obj, e.err = sp.read(ctx, c.reader)
 	if e.err != nil && !apierrors.IsNotFound(e.err) {

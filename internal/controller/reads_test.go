@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"net/http"
 	"sync"
 	"testing"
 
@@ -14,12 +15,14 @@ import (
 )
 
 // countingReader answers reads of objects named in objects (NotFound for others), failing
-// the first failures reads; it counts the reads that reach it.
+// the first failures reads; it counts the reads that reach it. While notServed, it answers
+// every read as the API server does for a resource it does not serve.
 type countingReader struct {
-	mu       sync.Mutex
-	objects  map[string]map[string]any
-	failures int
-	reads    map[string]int
+	mu        sync.Mutex
+	objects   map[string]map[string]any
+	failures  int
+	notServed bool
+	reads     map[string]int
 }
 
 func (c *countingReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
@@ -29,6 +32,11 @@ func (c *countingReader) Get(_ context.Context, key client.ObjectKey, obj client
 	if c.failures > 0 {
 		c.failures--
 		return apierrors.NewServiceUnavailable("overloaded")
+	}
+	if c.notServed {
+		// What client-go makes of the API server's "404 page not found" (see the plan
+		// engine's spec of a kind that is not served, against a real API server).
+		return apierrors.NewGenericServerResponse(http.StatusNotFound, "GET", schema.GroupResource{}, "", "404 page not found", 0, true)
 	}
 	o, ok := c.objects[key.Name]
 	if !ok {
@@ -116,6 +124,24 @@ func TestReadCache(t *testing.T) {
 		}
 		if got := len(c.usedReads()); got != 2 {
 			t.Errorf("%d reads noted for the next prefetch, want the 2 that got an answer", got)
+		}
+	})
+
+	t.Run("the 404 of a resource that is not served is no NotFound: not kept, read again, never an absent object", func(t *testing.T) {
+		r := &countingReader{objects: map[string]map[string]any{"a": configMap("a", "1")}, notServed: true, reads: map[string]int{}}
+		c := newReadCache(r)
+		err := c.Get(ctx, key, emptyConfigMap())
+		if apierrors.IsNotFound(err) || !apierrors.IsServiceUnavailable(err) {
+			t.Fatalf("read while not served: %v, want a passing error that is not NotFound", err)
+		}
+		r.mu.Lock()
+		r.notServed = false
+		r.mu.Unlock()
+		if err := c.Get(ctx, key, emptyConfigMap()); err != nil {
+			t.Fatalf("read once served: %v", err)
+		}
+		if n := r.count("a"); n != 2 {
+			t.Errorf("read %d times, want twice: the first answer is not kept", n)
 		}
 	})
 

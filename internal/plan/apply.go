@@ -124,7 +124,7 @@ func (e *Engine) ApplyItem(ctx context.Context, item advisorv1alpha1.PlanItem, o
 		// apply is a conflict, and the item is stale rather than overwritten.
 		applied.SetResourceVersion(live.GetResourceVersion())
 	}
-	if err := e.Writer.Apply(ctx, client.ApplyConfigurationFromUnstructured(applied), opts...); err != nil {
+	if err := e.writer().Apply(ctx, client.ApplyConfigurationFromUnstructured(applied), opts...); err != nil {
 		if now, isConflict := fieldConflicts(err, live, desired); isConflict {
 			return ApplyOutcome{Stale: true, StaleReason: "another field manager owns a field the plan sets: " + describeConflicts(now)}, nil
 		}
@@ -155,7 +155,7 @@ func (e *Engine) takesOver(ctx context.Context, item advisorv1alpha1.PlanItem, o
 		return true, "", nil
 	}
 	probe := desired.DeepCopy()
-	if err := e.Writer.Apply(ctx, client.ApplyConfigurationFromUnstructured(probe), client.FieldOwner(manager), client.ForceOwnership, client.DryRunAll); err != nil {
+	if err := e.writer().Apply(ctx, client.ApplyConfigurationFromUnstructured(probe), client.FieldOwner(manager), client.ForceOwnership, client.DryRunAll); err != nil {
 		return false, "", fmt.Errorf("dry-run %s: %w", describe(desired), err)
 	}
 	if now := takenOver(live, probe, desired, manager, paths); !conflictsCovered(now, item.Conflicts) {
@@ -206,7 +206,7 @@ func record(item advisorv1alpha1.PlanItem, hash string) *advisorv1alpha1.Applied
 func (e *Engine) readLive(ctx context.Context, like *unstructured.Unstructured, key types.NamespacedName) (*unstructured.Unstructured, error) {
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(like.GroupVersionKind())
-	err := e.Reader.Get(ctx, key, live)
+	err := e.reader().Get(ctx, key, live)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}

@@ -82,7 +82,7 @@ func (e *Engine) Draft(ctx context.Context, req Request) (Plan, error) {
 	}
 	rec := req.Recorder
 	if rec == nil {
-		rec = NewRecorder(e.Reader)
+		rec = NewRecorder(e.reader())
 	}
 	manager := FieldManagerFor(req.Profile)
 	out := make([]advisorv1alpha1.PlanItem, len(items))
@@ -401,7 +401,7 @@ func (e *Engine) check(ctx context.Context, manager string, desired, live *unstr
 	}
 	norms := normalizersOf(pi.IgnoredFields)
 	planned := desired.DeepCopy()
-	err = e.Writer.Apply(ctx, client.ApplyConfigurationFromUnstructured(planned), client.FieldOwner(manager), client.ForceOwnership, client.DryRunAll)
+	err = e.writer().Apply(ctx, client.ApplyConfigurationFromUnstructured(planned), client.FieldOwner(manager), client.ForceOwnership, client.DryRunAll)
 	if err != nil {
 		return Check{}, fmt.Errorf("dry-run %s: %w", describe(desired), err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
@@ -33,6 +34,42 @@ func IsPermanent(err error) bool {
 		apierrors.IsNotFound(err), apierrors.IsMethodNotSupported(err), apierrors.IsNotAcceptable(err),
 		apierrors.IsUnsupportedMediaType(err), apierrors.IsRequestEntityTooLargeError(err):
 		return true
+	}
+	return false
+}
+
+// NotServedAsUnavailable turns the 404 of a resource the API server does not serve into
+// a passing error, and leaves every other error as it is. apierrors.IsNotFound cannot tell
+// that 404 from an object that does not exist, and taking it for one would draft a plan
+// that creates an existing object, or judge a target deleted, or fail an apply. The API
+// server answers so for some milliseconds after a CRD starts serving a version (the
+// handler is not ready yet while discovery and the CRD already say served), and while a
+// client still maps a kind whose version was just switched off. Whether a kind is served
+// is decided from its CRD (rule 9), never from this answer: retried, it is gone, or the
+// CRD says the kind is not served.
+func NotServedAsUnavailable(err error) error {
+	if !resourceNotServed(err) {
+		return err
+	}
+	return apierrors.NewServiceUnavailable("the API server does not serve the resource right now " +
+		"(it answered 404 for the resource, not for an object): " + err.Error())
+}
+
+// resourceNotServed: a 404 that names no object, or whose body was not an API status
+// (the API server's "404 page not found"). The 404 of a missing object names it.
+func resourceNotServed(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || status.Status().Reason != metav1.StatusReasonNotFound {
+		return false
+	}
+	d := status.Status().Details
+	if d == nil || d.Name == "" {
+		return true
+	}
+	for _, c := range d.Causes {
+		if c.Type == metav1.CauseTypeUnexpectedServerResponse {
+			return true
+		}
 	}
 	return false
 }

@@ -29,7 +29,7 @@ func (e *Engine) HealthBaseline(ctx context.Context, item advisorv1alpha1.PlanIt
 	if err != nil {
 		return "", err
 	}
-	return targets.HealthCheckFor(desired.GroupVersionKind().GroupKind()).Baseline(ctx, e.Reader, desired)
+	return targets.HealthCheckFor(desired.GroupVersionKind().GroupKind()).Baseline(ctx, e.reader(), desired)
 }
 
 // NeedsBaseline tells whether an item's health check compares against a baseline that has
@@ -55,7 +55,7 @@ func (e *Engine) CheckHealth(ctx context.Context, item advisorv1alpha1.PlanItem,
 	if err != nil {
 		return Health{}, err
 	}
-	h, err := targets.HealthCheckFor(desired.GroupVersionKind().GroupKind()).Check(ctx, e.Reader, desired, item.HealthBaseline)
+	h, err := targets.HealthCheckFor(desired.GroupVersionKind().GroupKind()).Check(ctx, e.reader(), desired, item.HealthBaseline)
 	if err != nil || h.State != Waiting {
 		return h, err
 	}

@@ -161,7 +161,7 @@ func (e *Engine) release(ctx context.Context, profile, manager string, item advi
 	}
 	// Sent without the profile's field manager: a patch attributed to it would give it an
 	// entry again.
-	if err := e.Writer.Patch(ctx, live, client.RawPatch(types.JSONPatchType, raw)); err != nil {
+	if err := e.writer().Patch(ctx, live, client.RawPatch(types.JSONPatchType, raw)); err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsInvalid(err) {
 			// The target changed since it was read (the test op failed): look again.
 			return ApplyOutcome{}, fmt.Errorf("release %s: it changed while being released, retrying: %v", describe(live), err)

@@ -3,6 +3,7 @@ package controller_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -338,6 +339,9 @@ type faultRule struct {
 	after                *faultRule
 	count                int
 	seen                 bool
+	// notServed: a matching request is answered as the API server answers for a resource
+	// it does not serve (404, "404 page not found") instead of losing its connection.
+	notServed bool
 	// fired is closed when the rule failed its first request.
 	fired chan struct{}
 }
@@ -345,11 +349,27 @@ type faultRule struct {
 // failRequests makes the next count requests with that method and path fragment fail with
 // 503, once a request matching after (if any) went through.
 func (f *faultInjector) failRequests(method, pathFragment string, count int, after *faultRule) *faultRule {
-	r := &faultRule{method: method, pathFragment: pathFragment, count: count, after: after, fired: make(chan struct{})}
+	return f.add(&faultRule{method: method, pathFragment: pathFragment, count: count, after: after, fired: make(chan struct{})})
+}
+
+// answerNotServed makes the next count requests with that method and path fragment get the
+// API server's answer for a resource it does not serve.
+func (f *faultInjector) answerNotServed(method, pathFragment string, count int) *faultRule {
+	return f.add(&faultRule{method: method, pathFragment: pathFragment, count: count, notServed: true, fired: make(chan struct{})})
+}
+
+func (f *faultInjector) add(r *faultRule) *faultRule {
 	f.mu.Lock()
 	f.rules = append(f.rules, r)
 	f.mu.Unlock()
 	return r
+}
+
+// passed tells whether a request matching r went through since r was added.
+func (f *faultInjector) passed(r *faultRule) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return r.seen
 }
 
 // watchFor records when a request matching method and path went through.
@@ -385,6 +405,14 @@ func (f *faultInjector) wrap(rt http.RoundTripper) http.RoundTripper {
 			case <-fail.fired:
 			default:
 				close(fail.fired)
+			}
+			if fail.notServed {
+				return &http.Response{
+					Status: "404 Not Found", StatusCode: http.StatusNotFound, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+					Header:  http.Header{"Content-Type": {"text/plain; charset=utf-8"}, "X-Content-Type-Options": {"nosniff"}},
+					Body:    io.NopCloser(strings.NewReader("404 page not found\n")),
+					Request: req,
+				}, nil
 			}
 			return nil, fmt.Errorf("injected: connection to the API server lost")
 		}

@@ -1,6 +1,7 @@
 package controller_test
 
 import (
+	"net/http"
 	"os"
 	"path/filepath"
 
@@ -47,6 +48,26 @@ var _ = Describe("Targets whose kind goes away", func() {
 		serveDescheduler(true)
 		back := waitPhase(advisorv1alpha1.PhaseCompleted)
 		expectConditions(back, advisorv1alpha1.ConditionCompleted, advisorv1alpha1.ConditionReady)
+		noTargetWritesSince(mark)
+	})
+
+	It("rule 9: the 404 the API server answers while it does not serve a kind yet is retried, never taken for a missing target or input", func() {
+		completed := completedConfig(advisorv1alpha1.VirtPlatformConfigSpec{})
+		mark := requests.mark()
+		path := "/namespaces/" + loadaware.DeschedulerNamespace + "/kubedeschedulers/" + loadaware.DeschedulerName
+		// The first read of each of the reconcile's two readers (targets, and what the
+		// profile renders from).
+		notServed := faults.answerNotServed(http.MethodGet, path, 2)
+		DeferCleanup(faults.clear)
+		poke()
+
+		Eventually(notServed.fired).Should(BeClosed())
+		Consistently(phase).Should(Equal(advisorv1alpha1.PhaseCompleted), "the target is not taken for deleted")
+		Eventually(func() bool { return faults.passed(notServed) }).Should(BeTrue(), "the read is retried")
+		after := getConfig()
+		Expect(after.Status.InputsHash).To(Equal(completed.Status.InputsHash))
+		Expect(after.Status.PlanHash).To(Equal(completed.Status.PlanHash))
+		Expect(eventReasons()).NotTo(ContainElement(BeElementOf(advisorv1alpha1.ReasonInputDependencyDrift, "Drifted")))
 		noTargetWritesSince(mark)
 	})
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 )
 
@@ -17,19 +18,28 @@ type auditEvent struct {
 	User    struct {
 		Username string `json:"username"`
 	} `json:"user"`
-	RequestURI     string `json:"requestURI"`
+	RequestURI string `json:"requestURI"`
+	ObjectRef  *struct {
+		Resource    string `json:"resource"`
+		Subresource string `json:"subresource"`
+	} `json:"objectRef"`
 	ResponseStatus *struct {
 		Code int `json:"code"`
 	} `json:"responseStatus"`
 	RequestReceived time.Time `json:"requestReceivedTimestamp"`
+	StageTimestamp  time.Time `json:"stageTimestamp"`
 }
 
 // request is one API request of the audit log.
 type request struct {
-	at     time.Time
-	verb   string
-	dryRun bool
-	code   int
+	// operator: sent by the manager; otherwise by the benchmark (the sample, the approval,
+	// the pool simulator).
+	operator              bool
+	at, done              time.Time
+	verb                  string
+	resource, subresource string
+	dryRun                bool
+	code                  int
 }
 
 // writeVerbs are the verbs that change objects (server-side apply is a patch).
@@ -37,9 +47,10 @@ var writeVerbs = map[string]bool{
 	"create": true, "update": true, "patch": true, "delete": true, "deletecollection": true,
 }
 
-// readRequests reads the requests of user from an audit log, each once: a watch has two
-// events (ResponseStarted, ResponseComplete), every other request one.
-func readRequests(path, user string) ([]request, error) {
+// readRequests reads the requests of operatorUser and of the benchmark from an audit log,
+// each once: a watch has two events (ResponseStarted, ResponseComplete), every other
+// request one. The API server's own requests (users system:*) are left out.
+func readRequests(path, operatorUser string) ([]request, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -54,7 +65,8 @@ func readRequests(path, user string) ([]request, error) {
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
 		}
-		if e.User.Username != user {
+		operator := e.User.Username == operatorUser
+		if !operator && strings.HasPrefix(e.User.Username, "system:") {
 			continue
 		}
 		code := 0
@@ -63,12 +75,17 @@ func readRequests(path, user string) ([]request, error) {
 		}
 		if i, seen := byID[e.AuditID]; seen {
 			if e.Stage == "ResponseComplete" || e.Stage == "Panic" {
-				out[i].code = code
+				out[i].code, out[i].done = code, e.StageTimestamp
 			}
 			continue
 		}
 		byID[e.AuditID] = len(out)
-		out = append(out, request{at: e.RequestReceived, verb: e.Verb, dryRun: isDryRun(e.RequestURI), code: code})
+		r := request{operator: operator, at: e.RequestReceived, done: e.StageTimestamp, verb: e.Verb,
+			dryRun: isDryRun(e.RequestURI), code: code}
+		if e.ObjectRef != nil {
+			r.resource, r.subresource = e.ObjectRef.Resource, e.ObjectRef.Subresource
+		}
+		out = append(out, r)
 	}
 	return out, sc.Err()
 }
@@ -98,11 +115,11 @@ type counts struct {
 	conflicts int
 }
 
-// count sums the requests received in [from, to).
+// count sums the operator's requests received in [from, to).
 func count(reqs []request, from, to time.Time) counts {
 	var c counts
 	for _, r := range reqs {
-		if r.at.Before(from) || !r.at.Before(to) {
+		if !r.operator || r.at.Before(from) || !r.at.Before(to) {
 			continue
 		}
 		c.requests++

@@ -14,7 +14,8 @@
 // are counted apart) and the ones answered 409 Conflict. The startup row is the time from
 // launching the manager until /readyz answers, with the requests it sent before the plan
 // stage began. Each profile runs -runs times; the table lists every run and the medians,
-// and the peak RSS (VmHWM) of the manager at the end of each run.
+// where the time of each stage went (the class of API request in flight at each moment, see
+// account), and the peak RSS (VmHWM) of the manager at the end of each run.
 //
 //	KUBEBUILDER_ASSETS=bin/k8s/<version> MANAGER_BINARY=bin/manager go run ./hack/benche2e
 //

@@ -24,6 +24,8 @@ type stageResult struct {
 	name    string
 	seconds float64
 	counts
+	// spent is what the stage's time went to (see account); empty for the startup.
+	spent [activities]time.Duration
 }
 
 // runResult is the figures of one run of a profile.
@@ -142,7 +144,7 @@ func runOnce(ctx context.Context, opts *options, pc profileCase, n int) (res run
 	if err != nil {
 		return res, err
 	}
-	if len(reqs) == 0 {
+	if count(reqs, m.launched, doneAt).requests == 0 {
 		return res, fmt.Errorf("the audit log %s has no request of user %s", cp.auditLog, opts.operatorUser)
 	}
 	if gap := count(reqs, reviewAt, applyStart); gap.requests > 0 {
@@ -151,8 +153,10 @@ func runOnce(ctx context.Context, opts *options, pc profileCase, n int) (res run
 	}
 	res.stages = []stageResult{
 		{name: stageStartup, seconds: m.ready.Sub(m.launched).Seconds(), counts: count(reqs, m.launched, planStart)},
-		{name: stagePlan, seconds: reviewAt.Sub(planStart).Seconds(), counts: count(reqs, planStart, reviewAt)},
-		{name: stageApply, seconds: doneAt.Sub(applyStart).Seconds(), counts: count(reqs, applyStart, doneAt)},
+		{name: stagePlan, seconds: reviewAt.Sub(planStart).Seconds(), counts: count(reqs, planStart, reviewAt),
+			spent: account(reqs, planStart, reviewAt)},
+		{name: stageApply, seconds: doneAt.Sub(applyStart).Seconds(), counts: count(reqs, applyStart, doneAt),
+			spent: account(reqs, applyStart, doneAt)},
 	}
 	return res, nil
 }

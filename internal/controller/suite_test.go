@@ -346,8 +346,9 @@ type faultRule struct {
 	fired chan struct{}
 }
 
-// failRequests makes the next count requests with that method and path fragment fail with
-// 503, once a request matching after (if any) went through.
+// failRequests makes the next count requests with that method and path fragment fail as if
+// the connection to the API server was lost, once a request matching after (if any) went
+// through.
 func (f *faultInjector) failRequests(method, pathFragment string, count int, after *faultRule) *faultRule {
 	return f.add(&faultRule{method: method, pathFragment: pathFragment, count: count, after: after, fired: make(chan struct{})})
 }

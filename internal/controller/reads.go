@@ -34,6 +34,9 @@ const prefetchConcurrency = 8
 // again.
 type readCache struct {
 	reader client.Reader
+	// listsFromWatchCache: consistent lists are read from the API server's watch cache
+	// (see readSpec.read). Set for the steps of an execution.
+	listsFromWatchCache bool
 
 	mu      sync.Mutex
 	entries map[cacheKey]*cacheEntry
@@ -57,7 +60,10 @@ type readSpec struct {
 	key      cacheKey
 	objKey   client.ObjectKey
 	listOpts []client.ListOption
-	newObj   func() runtime.Object
+	// consistent: a list without a resourceVersion, which the API server answers with
+	// every write made before it.
+	consistent bool
+	newObj     func() runtime.Object
 }
 
 type cacheEntry struct {
@@ -207,21 +213,40 @@ func listSpec(list client.ObjectList, opts []client.ListOption) (readSpec, bool)
 		selectors += " f:" + lo.FieldSelector.String()
 	}
 	return readSpec{
-		key:      cacheKey{typ: reflect.TypeOf(list), gvk: kindOf(list), namespace: lo.Namespace, list: true, selectors: selectors},
-		listOpts: append([]client.ListOption(nil), opts...),
-		newObj:   newLike(list),
+		key:        cacheKey{typ: reflect.TypeOf(list), gvk: kindOf(list), namespace: lo.Namespace, list: true, selectors: selectors},
+		listOpts:   append([]client.ListOption(nil), opts...),
+		consistent: lo.Raw == nil,
+		newObj:     newLike(list),
 	}, true
+}
+
+// fromWatchCache lists from the API server's watch cache (resourceVersion 0). Each list
+// needs one of its own: the client writes a list's other options (its selectors) into the
+// options' Raw field.
+func fromWatchCache() client.ListOption {
+	return &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}}
 }
 
 // read sends the read a spec describes. Like every read of a reconcile, it never takes
 // the 404 of a resource the API server does not serve for a missing object (see
 // plan.NotServedAsUnavailable).
-func (sp readSpec) read(ctx context.Context, reader client.Reader) (runtime.Object, error) {
+//
+// With fromCache, a consistent list is read from the API server's watch cache instead. A
+// consistent list waits until the watch cache has caught up with every write to any kind:
+// tens of milliseconds, up to a hundred while a plan is applied. The watch cache may be a
+// moment behind, which is the same as a list sent a moment earlier: a newer version of
+// what was listed, or an object created since, wakes the config when its event arrives
+// (see memory.news).
+func (sp readSpec) read(ctx context.Context, reader client.Reader, fromCache bool) (runtime.Object, error) {
 	obj := sp.newObj()
-	if sp.key.list {
-		return obj, plan.NotServedAsUnavailable(reader.List(ctx, obj.(client.ObjectList), sp.listOpts...))
+	if !sp.key.list {
+		return obj, plan.NotServedAsUnavailable(reader.Get(ctx, sp.objKey, obj.(client.Object)))
 	}
-	return obj, plan.NotServedAsUnavailable(reader.Get(ctx, sp.objKey, obj.(client.Object)))
+	opts := sp.listOpts
+	if fromCache && sp.consistent {
+		opts = append([]client.ListOption{fromWatchCache()}, opts...)
+	}
+	return obj, plan.NotServedAsUnavailable(reader.List(ctx, obj.(client.ObjectList), opts...))
 }
 
 // Get implements client.Reader.
@@ -275,7 +300,7 @@ func (c *readCache) claim(k cacheKey) (*cacheEntry, bool) {
 // 404 of a resource the API server does not serve is not a NotFound here (see
 // plan.NotServedAsUnavailable).
 func (c *readCache) fill(ctx context.Context, sp readSpec, e *cacheEntry) {
-	e.obj, e.err = sp.read(ctx, c.reader)
+	e.obj, e.err = sp.read(ctx, c.reader, c.listsFromWatchCache)
 	if e.err != nil && !apierrors.IsNotFound(e.err) {
 		c.mu.Lock()
 		if c.entries[sp.key] == e {

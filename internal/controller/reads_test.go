@@ -3,15 +3,21 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"sync"
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
+	"github.com/kubevirt/virt-advisor-operator/internal/plan"
+	"github.com/kubevirt/virt-advisor-operator/internal/profiles"
 )
 
 // countingReader answers reads of objects named in objects (NotFound for others), failing
@@ -191,4 +197,119 @@ func TestReadCache(t *testing.T) {
 			t.Errorf("read %v after the write, want 2", got)
 		}
 	})
+}
+
+// listingReader answers lists of ConfigMaps: from the watch cache (resourceVersion 0) with
+// cached, consistently with current. It records which kind of list each was, and its
+// options as the client sends them (which writes them into the options' Raw field).
+type listingReader struct {
+	client.Reader
+	cached, current []string
+	lists           []string
+	sent            []metav1.ListOptions
+}
+
+func (l *listingReader) List(_ context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	lo := &client.ListOptions{}
+	lo.ApplyOptions(opts)
+	l.sent = append(l.sent, *lo.AsListOptions())
+	names := l.current
+	kind := "consistent"
+	if lo.Raw != nil && lo.Raw.ResourceVersion == "0" {
+		names, kind = l.cached, "watch cache"
+	}
+	l.lists = append(l.lists, kind)
+	ul := list.(*unstructured.UnstructuredList)
+	for _, n := range names {
+		ul.Items = append(ul.Items, unstructured.Unstructured{Object: configMap(n, "1")})
+	}
+	return nil
+}
+
+func TestListsOfAnExecutionStepComeFromTheWatchCache(t *testing.T) {
+	ctx := context.Background()
+	list := func(c *readCache, opts ...client.ListOption) []string {
+		t.Helper()
+		ul := &unstructured.UnstructuredList{}
+		ul.SetAPIVersion("v1")
+		ul.SetKind("ConfigMapList")
+		if err := c.List(ctx, ul, opts...); err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, it := range ul.Items {
+			names = append(names, it.GetName())
+		}
+		return names
+	}
+	for _, tc := range []struct {
+		name                string
+		fromWatchCache      bool
+		cached, current     []string
+		opts                []client.ListOption
+		wantNames, wantSent []string
+	}{
+		{name: "other steps list consistently", cached: []string{"a"}, current: []string{"a", "b"},
+			wantNames: []string{"a", "b"}, wantSent: []string{"consistent"}},
+		{name: "an execution step takes what the watch cache shows", fromWatchCache: true, cached: []string{"a"}, current: []string{"a", "b"},
+			wantNames: []string{"a"}, wantSent: []string{"watch cache"}},
+		{name: "even when it shows nothing", fromWatchCache: true, current: []string{"b"},
+			wantSent: []string{"watch cache"}},
+		{name: "a list that names its resourceVersion is sent as it is", fromWatchCache: true, current: []string{"b"},
+			opts: []client.ListOption{fromWatchCache()}, wantSent: []string{"watch cache"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &listingReader{cached: tc.cached, current: tc.current}
+			c := newReadCache(r)
+			c.listsFromWatchCache = tc.fromWatchCache
+			got := list(c, tc.opts...)
+			if fmt.Sprint(got) != fmt.Sprint(tc.wantNames) || fmt.Sprint(r.lists) != fmt.Sprint(tc.wantSent) {
+				t.Errorf("listed %v with %v, want %v with %v", got, r.lists, tc.wantNames, tc.wantSent)
+			}
+			if again := list(c, tc.opts...); fmt.Sprint(again) != fmt.Sprint(got) || len(r.lists) != len(tc.wantSent) {
+				t.Errorf("the second list of the reconcile was %v after %v; want the first answer, not sent again", again, r.lists)
+			}
+		})
+	}
+}
+
+func TestListsFromTheWatchCacheKeepTheirSelectorsApart(t *testing.T) {
+	ctx := context.Background()
+	r := &listingReader{cached: []string{"a"}}
+	c := newReadCache(r)
+	c.listsFromWatchCache = true
+	for _, opts := range [][]client.ListOption{{client.HasLabels{"node-role.kubernetes.io/worker"}}, nil} {
+		ul := &unstructured.UnstructuredList{}
+		ul.SetAPIVersion("v1")
+		ul.SetKind("ConfigMapList")
+		if err := c.List(ctx, ul, opts...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(r.sent) != 2 || r.sent[0].LabelSelector == "" || r.sent[1].LabelSelector != "" || r.sent[1].ResourceVersion != "0" {
+		t.Errorf("sent %+v; want the label selector on the first list only, both from the watch cache", r.sent)
+	}
+}
+
+func TestOnlyTheStepsOfAnExecutionListFromTheWatchCache(t *testing.T) {
+	registry, err := profiles.NewRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &VirtPlatformConfigReconciler{Profiles: registry, Engine: &plan.Engine{}}
+	for _, phase := range []advisorv1alpha1.Phase{"", advisorv1alpha1.PhasePending, advisorv1alpha1.PhaseDrafting,
+		advisorv1alpha1.PhaseReviewRequired, advisorv1alpha1.PhaseInProgress, advisorv1alpha1.PhaseCompleted,
+		advisorv1alpha1.PhaseDrifted, advisorv1alpha1.PhaseFailed, advisorv1alpha1.PhasePrerequisiteFailed} {
+		vpc := &advisorv1alpha1.VirtPlatformConfig{}
+		vpc.Name = "load-aware-rebalancing"
+		vpc.Status.Phase = phase
+		s := r.newScope(context.Background(), vpc)
+		s.stopReads()
+		want := phase == advisorv1alpha1.PhaseInProgress
+		for _, c := range s.caches() {
+			if c.listsFromWatchCache != want {
+				t.Errorf("a reconcile that starts in phase %q lists from the watch cache: %v, want %v", phase, c.listsFromWatchCache, want)
+			}
+		}
+	}
 }

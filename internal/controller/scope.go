@@ -78,6 +78,14 @@ func (r *VirtPlatformConfigReconciler) newScope(ctx context.Context, vpc *adviso
 	if !sameReader(r.APIReader, r.Engine.Reader) {
 		s.engineReads = newReadCache(r.Engine.Reader)
 	}
+	if vpc.Status.Phase == advisorv1alpha1.PhaseInProgress {
+		// The steps of an execution list from the API server's watch cache (see
+		// readSpec.read). Drafts, the optimistic-lock check on entering InProgress and the
+		// checks of an applied plan list consistently.
+		for _, c := range s.caches() {
+			c.listsFromWatchCache = true
+		}
+	}
 	var carried *carriedReads
 	carried, s.eventsSeen = r.memory.takeCarried(vpc, s.now.Time)
 	if carried != nil {

@@ -191,7 +191,7 @@ func (p poolRollout) pools(ctx context.Context, reader client.Reader, obj *unstr
 	// moment ago may not be in the watch cache yet. Each selecting pool, whose status
 	// tells the rollout, is then read as it is now.
 	var out []unstructured.Unstructured
-	for _, opts := range [][]client.ListOption{{fromWatchCache}, nil} {
+	for _, opts := range [][]client.ListOption{{fromWatchCache()}, nil} {
 		if err := reader.List(ctx, list, opts...); err != nil {
 			if meta.IsNoMatchError(err) {
 				return nil, false, nil

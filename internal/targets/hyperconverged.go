@@ -116,8 +116,11 @@ func ServedHyperConvergedVersion(ctx context.Context, reader client.Reader) (str
 
 // fromWatchCache lists from the API server's watch cache (resourceVersion 0), which may be
 // a moment behind: a consistent list instead waits for that cache to catch up with every
-// write to any kind, tens of milliseconds on a busy API server.
-var fromWatchCache = &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}}
+// write to any kind, tens of milliseconds on a busy API server. Each list needs one of its
+// own: the client writes a list's other options into the options' Raw field.
+func fromWatchCache() client.ListOption {
+	return &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}}
+}
 
 // FindHyperConverged lists the HyperConverged objects at the version the cluster serves.
 // It returns nil when the CRD is missing or there is none; several are an error that says
@@ -134,7 +137,7 @@ func FindHyperConverged(ctx context.Context, reader client.Reader) (*HyperConver
 	// fromWatchCache), and the one found is then read as it is now. Anything but exactly
 	// one is confirmed by a consistent list, as an object created or deleted a moment ago
 	// may not be in the watch cache yet.
-	if err := reader.List(ctx, list, fromWatchCache); err != nil {
+	if err := reader.List(ctx, list, fromWatchCache()); err != nil {
 		if meta.IsNoMatchError(err) {
 			return nil, nil
 		}

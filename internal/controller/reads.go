@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubevirt/virt-advisor-operator/internal/plan"
+	"github.com/kubevirt/virt-advisor-operator/internal/targets"
 )
 
 // prefetchConcurrency bounds the reads a reconcile sends ahead at once.
@@ -220,13 +221,6 @@ func listSpec(list client.ObjectList, opts []client.ListOption) (readSpec, bool)
 	}, true
 }
 
-// fromWatchCache lists from the API server's watch cache (resourceVersion 0). Each list
-// needs one of its own: the client writes a list's other options (its selectors) into the
-// options' Raw field.
-func fromWatchCache() client.ListOption {
-	return &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}}
-}
-
 // read sends the read a spec describes. Like every read of a reconcile, it never takes
 // the 404 of a resource the API server does not serve for a missing object (see
 // plan.NotServedAsUnavailable).
@@ -244,7 +238,7 @@ func (sp readSpec) read(ctx context.Context, reader client.Reader, fromCache boo
 	}
 	opts := sp.listOpts
 	if fromCache && sp.consistent {
-		opts = append([]client.ListOption{fromWatchCache()}, opts...)
+		opts = append([]client.ListOption{targets.FromWatchCache()}, opts...)
 	}
 	return obj, plan.NotServedAsUnavailable(reader.List(ctx, obj.(client.ObjectList), opts...))
 }

@@ -18,6 +18,7 @@ import (
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
 	"github.com/kubevirt/virt-advisor-operator/internal/plan"
 	"github.com/kubevirt/virt-advisor-operator/internal/profiles"
+	"github.com/kubevirt/virt-advisor-operator/internal/targets"
 )
 
 // countingReader answers reads of objects named in objects (NotFound for others), failing
@@ -256,7 +257,7 @@ func TestListsOfAnExecutionStepComeFromTheWatchCache(t *testing.T) {
 		{name: "even when it shows nothing", fromWatchCache: true, current: []string{"b"},
 			wantSent: []string{"watch cache"}},
 		{name: "a list that names its resourceVersion is sent as it is", fromWatchCache: true, current: []string{"b"},
-			opts: []client.ListOption{fromWatchCache()}, wantSent: []string{"watch cache"}},
+			opts: []client.ListOption{targets.FromWatchCache()}, wantSent: []string{"watch cache"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &listingReader{cached: tc.cached, current: tc.current}

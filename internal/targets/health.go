@@ -187,11 +187,11 @@ func (p poolRollout) pools(ctx context.Context, reader client.Reader, obj *unstr
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(MachineConfigPool.GVK.GroupVersion().WithKind("MachineConfigPoolList"))
 	// Which pools select obj is read from the API server's watch cache first (see
-	// fromWatchCache); when it shows none, from a consistent list, as a pool created a
+	// FromWatchCache); when it shows none, from a consistent list, as a pool created a
 	// moment ago may not be in the watch cache yet. Each selecting pool, whose status
 	// tells the rollout, is then read as it is now.
 	var out []unstructured.Unstructured
-	for _, opts := range [][]client.ListOption{{fromWatchCache()}, nil} {
+	for _, opts := range [][]client.ListOption{{FromWatchCache()}, nil} {
 		if err := reader.List(ctx, list, opts...); err != nil {
 			if meta.IsNoMatchError(err) {
 				return nil, false, nil

@@ -114,11 +114,11 @@ func ServedHyperConvergedVersion(ctx context.Context, reader client.Reader) (str
 	return "", nil
 }
 
-// fromWatchCache lists from the API server's watch cache (resourceVersion 0), which may be
+// FromWatchCache lists from the API server's watch cache (resourceVersion 0), which may be
 // a moment behind: a consistent list instead waits for that cache to catch up with every
 // write to any kind, tens of milliseconds on a busy API server. Each list needs one of its
 // own: the client writes a list's other options into the options' Raw field.
-func fromWatchCache() client.ListOption {
+func FromWatchCache() client.ListOption {
 	return &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}}
 }
 
@@ -134,10 +134,10 @@ func FindHyperConverged(ctx context.Context, reader client.Reader) (*HyperConver
 	list.SetGroupVersionKind(HyperConverged.GVK.GroupVersion().WithKind("HyperConvergedList"))
 	list.SetAPIVersion(HyperConverged.GVK.Group + "/" + version)
 	// Where the HyperConverged is, is read from the API server's watch cache first (see
-	// fromWatchCache), and the one found is then read as it is now. Anything but exactly
+	// FromWatchCache), and the one found is then read as it is now. Anything but exactly
 	// one is confirmed by a consistent list, as an object created or deleted a moment ago
 	// may not be in the watch cache yet.
-	if err := reader.List(ctx, list, fromWatchCache()); err != nil {
+	if err := reader.List(ctx, list, FromWatchCache()); err != nil {
 		if meta.IsNoMatchError(err) {
 			return nil, nil
 		}

@@ -7,8 +7,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/pmezard/go-difflib/difflib"
+	goyaml "go.yaml.in/yaml/v2"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
 )
 
 // NoChanges is the diff of an item whose target already matches the plan.
@@ -51,12 +51,21 @@ func Diff(live, planned *unstructured.Unstructured, ns ...Normalizer) (string, e
 // JSON as YAML, and JSON leaves DEL, the C1 controls and U+FFFE/U+FFFF unescaped, so an
 // object holding one anywhere (an annotation value, a ConfigMap entry) could not be
 // diffed. They are handed to the parser escaped, which decodes them to the same string.
+//
+// The keys of every map keep the order json.Marshal gives them (sorted by their bytes).
+// go-yaml's own order of map keys, which compares runs of digits as numbers, is not a
+// total order for keys that mix digits and letters: the keys f172, f1A00 and f7 of one
+// object came out in two different orders, so two renderings of equal objects differed.
 func marshalYAML(obj map[string]any) ([]byte, error) {
 	raw, err := json.Marshal(obj)
 	if err != nil {
 		return nil, err
 	}
-	return yaml.JSONToYAML(escapeForYAML(raw))
+	var doc goyaml.MapSlice
+	if err := goyaml.Unmarshal(escapeForYAML(raw), &doc); err != nil {
+		return nil, err
+	}
+	return goyaml.Marshal(doc)
 }
 
 // escapeForYAML writes the characters YAML does not allow in its input as \u escapes. In

@@ -44,9 +44,10 @@ func FuzzHashCanonical(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, doc string, seed uint64) {
 		tree, raw := hashInput(doc)
-		if !inFloatRange(tree) {
+		if !inFloatRange(tree) || json.Unmarshal(raw, new(any)) != nil {
 			// Beyond float64 the API machinery cannot decode the value at all (the API server
-			// refuses it), so there is no hash to compare.
+			// refuses it), so there is no hash to compare. That holds for every number of
+			// the text, also one under a key that a later duplicate key replaces.
 			return
 		}
 		rng := rand.New(rand.NewPCG(seed, uint64(len(doc))))

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"maps"
 	"net/http"
 	"strings"
 	"sync"
@@ -15,13 +16,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -252,7 +251,7 @@ func (w *watches) watchKindLocked(gk schema.GroupKind) {
 	keyOf := func(o client.Object) targetKey {
 		return targetKey{Group: gk.Group, Kind: gk.Kind, Namespace: o.GetNamespace(), Name: o.GetName()}
 	}
-	if err := w.ctrl.Watch(source.Kind[client.Object](c, obj, w.events(keyOf))); err != nil {
+	if err := w.ctrl.Watch(w.source(c, obj, keyOf, false)); err != nil {
 		stop()
 		w.log.Error(err, "cannot watch a managed kind", "kind", gk.String())
 		return
@@ -330,13 +329,10 @@ func (w *watches) watchInputLocked(k targetKey, config string) {
 		}
 		return targetKey{Group: gk.Group, Kind: gk.Kind, Namespace: o.GetNamespace(), Name: o.GetName()}
 	}
-	var filters []predicate.TypedPredicate[client.Object]
-	if gk == (schema.GroupKind{Kind: "Node"}) {
-		// A node's labels are its hardware facts; its heartbeats and annotations change
-		// nothing a plan depends on, and in a large cluster they never stop.
-		filters = append(filters, predicate.LabelChangedPredicate{})
-	}
-	if err := w.ctrl.Watch(source.Kind[client.Object](c, obj, w.events(keyOf), filters...)); err != nil {
+	// A node's labels are its hardware facts; its heartbeats and annotations change nothing
+	// a plan depends on, and in a large cluster they never stop.
+	labelsOnly := gk == (schema.GroupKind{Kind: "Node"})
+	if err := w.ctrl.Watch(w.source(c, obj, keyOf, labelsOnly)); err != nil {
 		stop()
 		w.log.Error(err, "cannot watch an input", "input", k.String())
 		return
@@ -345,15 +341,59 @@ func (w *watches) watchInputLocked(k targetKey, config string) {
 	w.log.V(1).Info("watching input", "input", k.String())
 }
 
+// source feeds the events of one kind of a cache to the controller. The handler is added
+// at once, without waiting for the informer to sync: that wait checks every 100 ms, so a
+// watch started during a review or an execution would hold back every event of its
+// objects (the echo of an apply as much as a pool reporting its rollout) until the next
+// check. An informer hands the objects it holds to a handler added while it runs, so
+// nothing is missed either way. With labelsOnly, an update that leaves the labels as they
+// were is dropped.
+func (w *watches) source(c cache.Cache, obj client.Object, keyOf func(client.Object) targetKey,
+	labelsOnly bool) source.Source {
+	return source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+		inf, err := c.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+		if err != nil {
+			return err
+		}
+		enqueue := w.events(keyOf, q)
+		_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc: func(o any) { enqueue(o, false) },
+			UpdateFunc: func(old, o any) {
+				if labelsOnly {
+					if a, b := asObject(old), asObject(o); a != nil && b != nil &&
+						maps.Equal(a.GetLabels(), b.GetLabels()) {
+						return
+					}
+				}
+				enqueue(o, false)
+			},
+			DeleteFunc: func(o any) {
+				if tomb, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+					o = tomb.Obj
+				}
+				enqueue(o, true)
+			},
+		})
+		return err
+	})
+}
+
+func asObject(o any) client.Object {
+	obj, _ := o.(client.Object)
+	return obj
+}
+
 // events handles the events of a target or input cache: each one is reported to observe
 // first (which drops the reads the reconciler kept of the object, see memory.changed),
 // then mapped by keyOf to the configs whose plans name the object. A config is not woken
 // by an event that reports the very version of the object it last read or wrote (see
 // memory.news): the echo of its own apply, or a watch starting with what the config
-// already saw. A deletion, or an event that says nothing of what happened, always wakes
-// it.
-func (w *watches) events(keyOf func(client.Object) targetKey) handler.EventHandler {
-	enqueue := func(o client.Object, deleted bool, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+// already saw. A deletion, or an event that says nothing of what happened (a deletion
+// seen late), always wakes it.
+func (w *watches) events(keyOf func(client.Object) targetKey,
+	q workqueue.TypedRateLimitingInterface[reconcile.Request]) func(o any, deleted bool) {
+	return func(item any, deleted bool) {
+		o := asObject(item)
 		if o == nil {
 			return
 		}
@@ -368,20 +408,6 @@ func (w *watches) events(keyOf func(client.Object) targetKey) handler.EventHandl
 				q.Add(req)
 			}
 		}
-	}
-	return handler.Funcs{
-		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(e.Object, false, q)
-		},
-		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(e.ObjectNew, false, q)
-		},
-		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(e.Object, true, q)
-		},
-		GenericFunc: func(_ context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(e.Object, true, q)
-		},
 	}
 }
 

@@ -111,10 +111,11 @@ func main() {
 }
 
 // runAll runs every profile opts.runs times, each time from a copy of the manager binary
-// made for this benchmark. The peak RSS counts the pages of its own binary the manager
-// touched, and how many pages one fault maps depends on how the file sits in the page
-// cache: the same build peaked at 57-59 MiB run from bin/manager and at 52-53 MiB run
-// from a copy. A fresh copy is in the same state for every build compared.
+// made for this benchmark. The peak RSS includes the pages of the binary's file the
+// manager has mapped, and that part depends on the state of the file in the page cache:
+// the same build peaked at 57-59 MiB run from bin/manager and at 52-53 MiB run from a
+// copy, the difference all in RssFile. A fresh copy is in the same state for every build
+// compared.
 func runAll(ctx context.Context, opts *options) ([]runResult, error) {
 	dir, err := os.MkdirTemp("", "benche2e-manager-")
 	if err != nil {

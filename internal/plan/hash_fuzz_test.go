@@ -548,10 +548,13 @@ func changedValue(leaf any) any {
 
 // changedNumber is a number whose value differs from lit's by more than float64
 // rounding: an integer in int64 range moves by one, any other number doubles (halves
-// near the top of the float64 range), and zero becomes one.
+// near the top of the float64 range), and zero becomes one. An integer spelled with a
+// fraction or an exponent is decoded as a float64, which holds every integer only up to
+// 2^53: beyond that, 9010000000000011.00 is read as 9010000000000012, so such an integer
+// doubles too.
 func changedNumber(lit string) json.Number {
 	if d, ok := parseDecimal(lit); ok {
-		if n, isInt := d.int64Value(); isInt {
+		if n, isInt := d.int64Value(); isInt && (isIntegerLiteral(lit) || (n > -1<<53 && n < 1<<53)) {
 			if n == math.MaxInt64 {
 				return json.Number(strconv.FormatInt(n-1, 10))
 			}
@@ -568,4 +571,11 @@ func changedNumber(lit string) json.Number {
 		f *= 2
 	}
 	return json.Number(strconv.FormatFloat(f, 'g', -1, 64))
+}
+
+// isIntegerLiteral tells whether the API machinery decodes lit as an int64: spelled as an
+// integer, in range.
+func isIntegerLiteral(lit string) bool {
+	_, err := strconv.ParseInt(lit, 10, 64)
+	return err == nil
 }

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
 	"github.com/kubevirt/virt-advisor-operator/internal/metrics"
@@ -17,7 +18,9 @@ import (
 // startExecution enters InProgress (rule 4): unless the lock is bypassed (or the plan was
 // drafted in this very reconcile), every item about to be applied must find its target as
 // it was when the plan was drafted; otherwise the plan is drafted again for review.
-// Failed items are retried. The transition is persisted before anything is applied.
+// Failed items are retried. The transition is persisted before anything is applied, and
+// with it the rollout baseline of the first item, read beside the targets (see prepare):
+// the first apply follows the transition's status write directly.
 func (r *VirtPlatformConfigReconciler) startExecution(ctx context.Context, s *scope, checkLock bool) (ctrl.Result, error) {
 	st := &s.vpc.Status
 	if !planIntact(st) {
@@ -35,6 +38,7 @@ func (r *VirtPlatformConfigReconciler) startExecution(ctx context.Context, s *sc
 			st.Items[i].WaitingSince = &t
 		}
 	}
+	first := r.firstBaselineAhead(s)
 	if checkLock && !s.vpc.Spec.BypassOptimisticLock {
 		stale, err := r.staleItems(ctx, s)
 		if err != nil {
@@ -47,6 +51,14 @@ func (r *VirtPlatformConfigReconciler) startExecution(ctx context.Context, s *sc
 	s.approvalGiven()
 	s.setPhase(advisorv1alpha1.PhaseInProgress, advisorv1alpha1.ReasonExecuting,
 		fmt.Sprintf("applying %d item(s) in order", countState(st.Items, advisorv1alpha1.ItemPending)))
+	if first >= 0 && st.Items[first].State == advisorv1alpha1.ItemPending {
+		// A read that fails here leaves the baseline to the next step, which reads it
+		// again before the apply: entering InProgress does not wait for it.
+		if _, _, err := r.prepare(ctx, s, first); err != nil {
+			logf.FromContext(ctx).V(1).Info("rollout baseline not read with the transition; the next step reads it",
+				"item", st.Items[first].Name, "error", err.Error())
+		}
+	}
 	return ctrl.Result{RequeueAfter: immediately}, nil
 }
 
@@ -152,18 +164,36 @@ func (r *VirtPlatformConfigReconciler) baselineAhead(s *scope, i int) {
 		case advisorv1alpha1.ItemCompleted, advisorv1alpha1.ItemFailed, advisorv1alpha1.ItemSkipped:
 			continue
 		}
-		next := items[j]
-		if next.State != advisorv1alpha1.ItemPending || next.HealthBaseline != "" || !plan.NeedsBaseline(next) {
-			return
-		}
-		p := &pendingBaseline{item: next.Name, done: make(chan struct{})}
-		s.baselineAhead = p
-		go func() {
-			defer close(p.done)
-			p.baseline, p.err = r.Engine.HealthBaseline(s.readCtx, next)
-		}()
+		r.readBaselineAhead(s, items[j])
 		return
 	}
+}
+
+// firstBaselineAhead starts reading the rollout baseline of the item an execution starts
+// with, and returns that item's index (-1 when no item is left).
+func (r *VirtPlatformConfigReconciler) firstBaselineAhead(s *scope) int {
+	first := nextItem(s.vpc.Status.Items)
+	if first >= 0 {
+		r.readBaselineAhead(s, s.vpc.Status.Items[first])
+	}
+	return first
+}
+
+// readBaselineAhead starts reading the rollout baseline of a Pending item that needs one
+// and has none yet, for healthBaseline to take, unless that read is under way.
+func (r *VirtPlatformConfigReconciler) readBaselineAhead(s *scope, next advisorv1alpha1.PlanItem) {
+	if next.State != advisorv1alpha1.ItemPending || next.HealthBaseline != "" || !plan.NeedsBaseline(next) {
+		return
+	}
+	if p := s.baselineAhead; p != nil && p.item == next.Name {
+		return
+	}
+	p := &pendingBaseline{item: next.Name, done: make(chan struct{})}
+	s.baselineAhead = p
+	go func() {
+		defer close(p.done)
+		p.baseline, p.err = r.Engine.HealthBaseline(s.readCtx, next)
+	}()
 }
 
 // healthBaseline reads an item's rollout baseline, or takes the one read ahead for it.

@@ -1,6 +1,7 @@
 package controller_test
 
 import (
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -81,6 +82,43 @@ var _ = Describe("Executing a plan", func() {
 		rolloutPool()
 		done := waitPhase(advisorv1alpha1.PhaseCompleted)
 		Expect(item(done, loadaware.ItemPSI).Message).To(ContainSubstring("MachineConfigPool worker updated to rendered-worker-"))
+	})
+
+	It("rule 6: a plan that starts with a MachineConfig persists the pool's baseline with its transition to InProgress, the one status write before the apply", func() {
+		probeKernelArgs.Store(true)
+		DeferCleanup(func() { probeKernelArgs.Store(false) })
+		DeferCleanup(deleteAndWait, object(mcGVK, types.NamespacedName{Name: probeMachineConfig}))
+		createProbe(advisorv1alpha1.ActionDryRun)
+		waitProbe(advisorv1alpha1.PhaseReviewRequired)
+
+		mark := requests.mark()
+		kubectl("patch", "vpc", string(advisorv1alpha1.ProfilePlatformBaseline), "--type=merge", "-p", `{"spec":{"action":"Apply"}}`)
+		name := types.NamespacedName{Name: string(advisorv1alpha1.ProfilePlatformBaseline)}
+		probe := &advisorv1alpha1.VirtPlatformConfig{}
+		Eventually(func(g Gomega) {
+			g.Expect(k8s.Get(ctx, name, probe)).To(Succeed())
+			g.Expect(item(probe, "probe-kernel-args").State).To(Equal(advisorv1alpha1.ItemInProgress))
+		}).Should(Succeed())
+		Expect(item(probe, "probe-kernel-args").HealthBaseline).To(HavePrefix("worker=rendered-worker-"))
+
+		writes := requests.writesSince(mark)
+		apply := indexOf(writes, "PATCH /apis/machineconfiguration.openshift.io/v1/machineconfigs/"+probeMachineConfig)
+		Expect(apply).To(BeNumerically(">=", 0), "writes: %v", writes)
+		var statusWrites []string
+		for _, w := range writes[:apply] {
+			if strings.HasSuffix(w, "/virtplatformconfigs/"+name.Name+"/status") {
+				statusWrites = append(statusWrites, w)
+			}
+		}
+		Expect(statusWrites).To(HaveLen(1), "writes before the apply: %v", writes[:apply])
+
+		Consistently(func(g Gomega) {
+			g.Expect(k8s.Get(ctx, name, probe)).To(Succeed())
+			g.Expect(item(probe, "probe-kernel-args").State).To(Equal(advisorv1alpha1.ItemInProgress))
+		}).Should(Succeed(), "a pool that was Updated before the apply proves nothing")
+		rolloutPool()
+		done := waitProbe(advisorv1alpha1.PhaseCompleted)
+		Expect(item(done, "probe-kernel-args").Message).To(ContainSubstring("MachineConfigPool worker updated to rendered-worker-"))
 	})
 
 	It("rule 6: a degraded pool fails the item with a message naming the pool", func() {

@@ -29,6 +29,12 @@ type densityProbe struct{}
 // load-aware-rebalancing, which sets 60: another value is a conflict between profiles.
 var probeInterval atomic.Int64
 
+// probeKernelArgs, when set, makes densityProbe's plan start with a MachineConfig for the
+// worker pool, named probeMachineConfig.
+var probeKernelArgs atomic.Bool
+
+const probeMachineConfig = "99-worker-probe-karg"
+
 var _ profiles.Profile = densityProbe{}
 
 func (densityProbe) Name() advisorv1alpha1.ProfileName {
@@ -61,10 +67,19 @@ func (densityProbe) Render(context.Context, client.Reader, *advisorv1alpha1.Prof
 	descheduler.SetGroupVersionKind(targets.KubeDescheduler.GVK)
 	descheduler.SetNamespace(loadaware.DeschedulerNamespace)
 	descheduler.SetName(loadaware.DeschedulerName)
-	return []plan.Item{
+	items := []plan.Item{
 		{Name: "memory-overcommit", Desired: hco, Impact: advisorv1alpha1.ImpactMedium, Message: "overcommit memory to 150%"},
 		{Name: "descheduler-managed", Desired: descheduler, Impact: advisorv1alpha1.ImpactLow, Message: "keep the descheduler managed"},
-	}, nil
+	}
+	if probeKernelArgs.Load() {
+		mc := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"kernelArguments": []any{"probe=1"}}}}
+		mc.SetGroupVersionKind(targets.MachineConfig.GVK)
+		mc.SetName(probeMachineConfig)
+		mc.SetLabels(map[string]string{"machineconfiguration.openshift.io/role": "worker"})
+		items = append([]plan.Item{{Name: "probe-kernel-args", Desired: mc, Impact: advisorv1alpha1.ImpactHigh,
+			Message: "add a kernel argument to the workers"}}, items...)
+	}
+	return items, nil
 }
 
 // managers lists the field managers that applied to obj.

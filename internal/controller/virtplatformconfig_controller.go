@@ -198,6 +198,11 @@ func (r *VirtPlatformConfigReconciler) step(ctx context.Context, s *scope) (ctrl
 // awaitReview waits in ReviewRequired for the approval. A change of what the plan was
 // rendered from redrafts it first, so what is approved is what the profile renders now.
 func (r *VirtPlatformConfigReconciler) awaitReview(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if s.approval() == approved {
+		// Read beside the inputs and targets: the execution about to start persists it
+		// with its first transition.
+		r.firstBaselineAhead(s)
+	}
 	if changed, done, err := r.inputsChanged(ctx, s); err != nil || changed {
 		if err != nil {
 			return ctrl.Result{}, err

@@ -340,10 +340,12 @@ func (r *VirtPlatformConfigReconciler) startReads(s *scope) {
 	history := r.memory.history(s.vpc.Name)
 	targets := targetReads(s.vpc.Status.Items)
 	specs := make([]readSpec, 0, len(history)+len(targets))
+	crds := r.crdCache()
 	for _, sp := range append(append([]readSpec(nil), history...), targets...) {
 		// CRDs are served from memory while unchanged (see crdReader): copying one is
-		// no round trip, and is left to the reader that needs it.
-		if sp.key.typ != crdType {
+		// no round trip, and is left to the reader that needs it. A CRD memory does not
+		// hold (the last rendering found none) is a round trip like any other read.
+		if sp.key.typ != crdType || !crds.holds(sp.objKey.Name) {
 			specs = append(specs, sp)
 		}
 	}

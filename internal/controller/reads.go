@@ -436,6 +436,14 @@ func (c *crdReader) Get(ctx context.Context, key client.ObjectKey, obj client.Ob
 	return nil
 }
 
+// holds tells whether memory keeps a CRD of that name.
+func (c *crdReader) holds(name string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.crds[name]
+	return ok
+}
+
 // crdWarmup reads, once the manager runs, the CRDs the profiles depend on into the
 // crdReader, so that the first plan drafted after a start does not wait for them. CRDs
 // that are not installed are left out. They are read one at a time: nothing waits for

@@ -314,3 +314,36 @@ func TestOnlyTheStepsOfAnExecutionListFromTheWatchCache(t *testing.T) {
 		}
 	}
 }
+
+func TestACRDMemoryDoesNotHoldIsReadAheadWithTheOtherReads(t *testing.T) {
+	registry, err := profiles.NewRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := &countingReader{objects: map[string]map[string]any{"held.example.io": {"group": "example.io"}}, reads: map[string]int{}}
+	r := &VirtPlatformConfigReconciler{Profiles: registry, Engine: &plan.Engine{}, APIReader: api}
+	r.crdCache().crds = map[string]*apiextensionsv1.CustomResourceDefinition{"held.example.io": {}}
+	held := getSpec(client.ObjectKey{Name: "held.example.io"}, &apiextensionsv1.CustomResourceDefinition{})
+	missing := getSpec(client.ObjectKey{Name: "missing.example.io"}, &apiextensionsv1.CustomResourceDefinition{})
+	vpc := &advisorv1alpha1.VirtPlatformConfig{}
+	vpc.Name = "load-aware-rebalancing"
+	r.memory.rendered(vpc.Name, []readSpec{held, missing})
+
+	s := r.newScope(context.Background(), vpc)
+	defer s.stopReads()
+	r.startReads(s)
+	s.reads.mu.Lock()
+	_, heldSent := s.reads.entries[held.key]
+	_, missingSent := s.reads.entries[missing.key]
+	s.reads.mu.Unlock()
+	if heldSent || !missingSent {
+		t.Errorf("read ahead: the CRD memory holds %v (want false), the one the last rendering did not find %v (want true)",
+			heldSent, missingSent)
+	}
+	if err := s.reads.Get(context.Background(), missing.objKey, &apiextensionsv1.CustomResourceDefinition{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("read of the missing CRD: %v, want NotFound", err)
+	}
+	if n := api.count("missing.example.io"); n != 1 {
+		t.Errorf("the missing CRD was read %d times, want once", n)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -406,7 +407,8 @@ func (r *VirtPlatformConfigReconciler) engine(s *scope) *plan.Engine {
 
 // wroteTarget drops what this reconcile read of a target it just wrote.
 func (s *scope) wroteTarget(ref advisorv1alpha1.TargetReference) {
+	gk := schema.FromAPIVersionAndKind(ref.APIVersion, ref.Kind).GroupKind()
 	for _, c := range s.caches() {
-		c.invalidate(ref.Namespace, ref.Name)
+		c.invalidate(gk, ref.Namespace, ref.Name)
 	}
 }

@@ -343,13 +343,16 @@ func (c *readCache) prefetch(ctx context.Context, specs []readSpec) {
 	}
 }
 
-// invalidate drops what was read of an object the operator just wrote, and every list
-// (any of them may hold it), so that later reads in this reconcile see the write.
-func (c *readCache) invalidate(namespace, name string) {
+// invalidate drops what was read of an object of kind gk the operator just wrote, and
+// every list that may hold it, so that later reads in this reconcile see the write. A list
+// of another kind cannot hold it and is kept; a list whose kind the key does not name (a
+// typed list) is dropped.
+func (c *readCache) invalidate(gk schema.GroupKind, namespace, name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for k := range c.entries {
-		if k.list || (k.namespace == namespace && k.name == name) {
+		if k.list && (k.gvk.Empty() || (k.gvk.Group == gk.Group && k.gvk.Kind == gk.Kind+"List")) ||
+			!k.list && k.namespace == namespace && k.name == name {
 			delete(c.entries, k)
 		}
 	}

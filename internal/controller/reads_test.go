@@ -189,13 +189,37 @@ func TestReadCache(t *testing.T) {
 		r.mu.Lock()
 		r.objects["a"] = configMap("a", "2")
 		r.mu.Unlock()
-		c.invalidate("ns", "a")
+		c.invalidate(schema.GroupKind{Kind: "ConfigMap"}, "ns", "a")
 		u := emptyConfigMap()
 		if err := c.Get(ctx, key, u); err != nil {
 			t.Fatal(err)
 		}
 		if got := u.Object["data"].(map[string]any)["k"]; got != "2" {
 			t.Errorf("read %v after the write, want 2", got)
+		}
+	})
+
+	t.Run("a write drops the lists of its kind and typed lists, and keeps the lists of other kinds", func(t *testing.T) {
+		r := &listingReader{current: []string{"a"}}
+		c := newReadCache(r)
+		list := func(kind string) *unstructured.UnstructuredList {
+			l := &unstructured.UnstructuredList{}
+			l.SetGroupVersionKind(schema.GroupVersionKind{Group: "example.io", Version: "v1", Kind: kind})
+			return l
+		}
+		read := func() {
+			t.Helper()
+			for _, l := range []client.ObjectList{list("ThingList"), list("OtherList"), &metav1.PartialObjectMetadataList{}} {
+				if err := c.List(ctx, l); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		read()
+		c.invalidate(schema.GroupKind{Group: "example.io", Kind: "Thing"}, "ns", "a")
+		read()
+		if got := len(r.lists); got != 5 {
+			t.Errorf("%d lists reached the server, want 5: three, then the list of the written kind and the typed list again", got)
 		}
 	})
 }
@@ -220,9 +244,10 @@ func (l *listingReader) List(_ context.Context, list client.ObjectList, opts ...
 		names, kind = l.cached, "watch cache"
 	}
 	l.lists = append(l.lists, kind)
-	ul := list.(*unstructured.UnstructuredList)
-	for _, n := range names {
-		ul.Items = append(ul.Items, unstructured.Unstructured{Object: configMap(n, "1")})
+	if ul, ok := list.(*unstructured.UnstructuredList); ok {
+		for _, n := range names {
+			ul.Items = append(ul.Items, unstructured.Unstructured{Object: configMap(n, "1")})
+		}
 	}
 	return nil
 }

@@ -351,8 +351,11 @@ func (c *readCache) invalidate(gk schema.GroupKind, namespace, name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for k := range c.entries {
-		if k.list && (k.gvk.Empty() || (k.gvk.Group == gk.Group && k.gvk.Kind == gk.Kind+"List")) ||
-			!k.list && k.namespace == namespace && k.name == name {
+		drop := k.namespace == namespace && k.name == name
+		if k.list {
+			drop = k.gvk.Empty() || (k.gvk.Group == gk.Group && k.gvk.Kind == gk.Kind+"List")
+		}
+		if drop {
 			delete(c.entries, k)
 		}
 	}

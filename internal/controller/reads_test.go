@@ -225,7 +225,7 @@ func TestReadCache(t *testing.T) {
 }
 
 // listingReader answers lists of ConfigMaps: from the watch cache (resourceVersion 0) with
-// cached, consistently with current. It records which kind of list each was, and its
+// cached, consistently with current; a list of another type is answered empty. It records which kind of list each was, and its
 // options as the client sends them (which writes them into the options' Raw field).
 type listingReader struct {
 	client.Reader

@@ -14,9 +14,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/kubevirt/virt-advisor-operator/internal/targets"
 )
@@ -30,7 +33,10 @@ const roleLabel = "machineconfiguration.openshift.io/role"
 // a roll-out that finishes at once. During a run the pool is rolled out as soon as a
 // MachineConfig or KubeletConfig of the plan exists, with no other write before it: the
 // rendered MachineConfig itself is only created for the baseline, before the manager
-// starts, so the simulator adds no delay of its own to the apply stage.
+// starts, so the simulator adds no delay of its own to the apply stage. Like the Machine
+// Config Operator, it reads what it judges from informers (started by start, before the
+// manager), so its only requests during a stage are its writes: the API server's time in a
+// stage goes to the manager and to the roll-out itself.
 type poolSim struct {
 	dyn      dynamic.Interface
 	pool     string
@@ -42,25 +48,113 @@ type poolSim struct {
 	// kubeletSpecs are the specs of the KubeletConfigs in the generated kubelet
 	// MachineConfig last written ("" when there is none).
 	kubeletSpecs string
+	// reported is the generation of each KubeletConfig last reported Success, so that a
+	// report the informer has not delivered yet is not sent twice.
+	reported map[string]int64
+
+	// The informers' caches, and kick, which each of their events notifies.
+	vpcs, machineConfigs, pools, kubeletConfigList cache.GenericLister
+	kick                                           chan struct{}
+}
+
+// start starts informers on the VirtPlatformConfig vpcName, the MachineConfigs, the pool and
+// (when served) the KubeletConfigs, and waits until their caches hold what the API server
+// holds now. They run until ctx ends.
+func (s *poolSim) start(ctx context.Context, vpcName string) error {
+	s.kick = make(chan struct{}, 1)
+	s.reported = map[string]int64{}
+	notify := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { s.notify() },
+		UpdateFunc: func(any, any) { s.notify() },
+		DeleteFunc: func(any) { s.notify() },
+	}
+	byName := func(name string) dynamicinformer.TweakListOptionsFunc {
+		return func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + name }
+	}
+	var synced []cache.InformerSynced
+	informer := func(gvr schema.GroupVersionResource, tweak dynamicinformer.TweakListOptionsFunc) (cache.GenericLister, error) {
+		inf := dynamicinformer.NewFilteredDynamicInformer(s.dyn, gvr, "", 0, cache.Indexers{}, tweak)
+		if _, err := inf.Informer().AddEventHandler(notify); err != nil {
+			return nil, err
+		}
+		go inf.Informer().RunWithContext(ctx)
+		synced = append(synced, inf.Informer().HasSynced)
+		return inf.Lister(), nil
+	}
+	var err error
+	if s.vpcs, err = informer(vpcGVR, byName(vpcName)); err != nil {
+		return err
+	}
+	if s.machineConfigs, err = informer(mcGVR, nil); err != nil {
+		return err
+	}
+	if s.pools, err = informer(mcpGVR, byName(s.pool)); err != nil {
+		return err
+	}
+	if s.kubeletConfigs {
+		if s.kubeletConfigList, err = informer(kcGVR, nil); err != nil {
+			return err
+		}
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+		return fmt.Errorf("pool simulator: the informers did not sync: %w", ctx.Err())
+	}
+	return nil
+}
+
+func (s *poolSim) notify() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// cached returns the object of the informer's cache, as a copy the caller may change.
+func cached(l cache.GenericLister, name string) (*unstructured.Unstructured, error) {
+	obj, err := l.Get(name)
+	if err != nil {
+		return nil, err
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return nil, fmt.Errorf("%s: unexpected %T in the informer's cache", name, obj)
+	}
+	return u.DeepCopy(), nil
+}
+
+// cachedList returns the objects of the informer's cache that match the selector.
+func cachedList(l cache.GenericLister, selector labels.Selector) ([]unstructured.Unstructured, error) {
+	objs, err := l.List(selector)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]unstructured.Unstructured, 0, len(objs))
+	for _, obj := range objs {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return nil, fmt.Errorf("unexpected %T in the informer's cache", obj)
+		}
+		out = append(out, *u.DeepCopy())
+	}
+	return out, nil
 }
 
 // render brings the pool onto the rendered configuration of its current MachineConfigs
-// and reports it Updated; with createRendered it creates that rendered MachineConfig first.
-// It writes nothing when those MachineConfigs (names and resourceVersions) are the ones of
-// the last render.
+// (as the informers last reported them) and reports it Updated; with createRendered it
+// creates that rendered MachineConfig first. It writes nothing when those MachineConfigs
+// (names and resourceVersions) are the ones of the last render.
 func (s *poolSim) render(ctx context.Context, createRendered bool) (bool, error) {
-	pools := s.dyn.Resource(mcpGVR)
-	pool, err := pools.Get(ctx, s.pool, metav1.GetOptions{})
+	pool, err := cached(s.pools, s.pool)
 	if err != nil {
-		return false, fmt.Errorf("get MachineConfigPool %s: %w", s.pool, err)
+		return false, fmt.Errorf("MachineConfigPool %s: %w", s.pool, err)
 	}
 	role, _, _ := unstructured.NestedString(pool.Object, "spec", "machineConfigSelector", "matchLabels", roleLabel)
-	list, err := s.dyn.Resource(mcGVR).List(ctx, metav1.ListOptions{LabelSelector: roleLabel + "=" + role})
+	list, err := cachedList(s.machineConfigs, labels.SelectorFromSet(labels.Set{roleLabel: role}))
 	if err != nil {
-		return false, fmt.Errorf("list the MachineConfigs of role %s: %w", role, err)
+		return false, fmt.Errorf("the MachineConfigs of role %s: %w", role, err)
 	}
-	configs := make([]unstructured.Unstructured, 0, len(list.Items))
-	for _, mc := range list.Items {
+	configs := make([]unstructured.Unstructured, 0, len(list))
+	for _, mc := range list {
 		if !strings.HasPrefix(mc.GetName(), "rendered-") {
 			configs = append(configs, mc)
 		}
@@ -148,31 +242,18 @@ func (s *poolSim) patch(ctx context.Context, patch map[string]any,
 }
 
 // run simulates the roll-out of an approved plan until ctx ends: once spec.action of the
-// VirtPlatformConfig vpcName is Apply and a MachineConfig or KubeletConfig named in its
+// VirtPlatformConfig is Apply and a MachineConfig or KubeletConfig named in its
 // status.items[].targetRef exists, it rolls the pool out, and again whenever the
 // KubeletConfigs or the pool's MachineConfigs change, so that each such item of the plan,
-// applied in turn, sees the pool roll it out. Watches on the VirtPlatformConfig, on
-// MachineConfigs and on KubeletConfigs trigger the checks, with a check every second as a
-// safety net.
+// applied in turn, sees the pool roll it out. Every event of the informers triggers the
+// checks, with a check every second as a safety net.
 func (s *poolSim) run(ctx context.Context, vpcName string) {
-	kick := make(chan struct{}, 1)
-	notify := func() {
-		select {
-		case kick <- struct{}{}:
-		default:
-		}
-	}
-	go watchAll(ctx, s.dyn.Resource(vpcGVR), metav1.ListOptions{FieldSelector: "metadata.name=" + vpcName}, notify)
-	go watchAll(ctx, s.dyn.Resource(mcGVR), metav1.ListOptions{}, notify)
-	if s.kubeletConfigs {
-		go watchAll(ctx, s.dyn.Resource(kcGVR), metav1.ListOptions{}, notify)
-	}
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	approved := false
 	for {
 		if !approved {
-			approved = s.planTargetExists(ctx, vpcName)
+			approved = s.planTargetExists(vpcName)
 		}
 		if approved {
 			if err := s.rollOut(ctx); err != nil && ctx.Err() == nil {
@@ -182,7 +263,7 @@ func (s *poolSim) run(ctx context.Context, vpcName string) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-kick:
+		case <-s.kick:
 		case <-tick.C:
 		}
 	}
@@ -213,21 +294,21 @@ func (s *poolSim) syncKubeletConfigs(ctx context.Context) error {
 	if !s.kubeletConfigs {
 		return nil
 	}
-	list, err := s.dyn.Resource(kcGVR).List(ctx, metav1.ListOptions{})
+	list, err := cachedList(s.kubeletConfigList, labels.Everything())
 	if err != nil {
-		return fmt.Errorf("list KubeletConfigs: %w", err)
+		return fmt.Errorf("KubeletConfigs: %w", err)
 	}
-	if len(list.Items) == 0 && s.kubeletSpecs == "" {
+	if len(list) == 0 && s.kubeletSpecs == "" {
 		return nil
 	}
-	pool, err := s.dyn.Resource(mcpGVR).Get(ctx, s.pool, metav1.GetOptions{})
+	pool, err := cached(s.pools, s.pool)
 	if err != nil {
-		return fmt.Errorf("get MachineConfigPool %s: %w", s.pool, err)
+		return fmt.Errorf("MachineConfigPool %s: %w", s.pool, err)
 	}
-	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].GetName() < list.Items[j].GetName() })
+	sort.Slice(list, func(i, j int) bool { return list[i].GetName() < list[j].GetName() })
 	var selected []unstructured.Unstructured
 	var specs strings.Builder
-	for _, kc := range list.Items {
+	for _, kc := range list {
 		if !targets.KubeletConfigSelects(pool, &kc) {
 			continue
 		}
@@ -257,7 +338,7 @@ func (s *poolSim) syncKubeletConfigs(ctx context.Context) error {
 
 	for _, kc := range selected {
 		observed, _, _ := unstructured.NestedInt64(kc.Object, "status", "observedGeneration")
-		if observed == kc.GetGeneration() {
+		if observed == kc.GetGeneration() || s.reported[kc.GetName()] == kc.GetGeneration() {
 			continue
 		}
 		status := map[string]any{"status": map[string]any{
@@ -275,6 +356,7 @@ func (s *poolSim) syncKubeletConfigs(ctx context.Context) error {
 			metav1.PatchOptions{FieldManager: fieldManager}, "status"); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("report KubeletConfig %s Success: %w", kc.GetName(), err)
 		}
+		s.reported[kc.GetName()] = kc.GetGeneration()
 	}
 	return nil
 }
@@ -309,8 +391,8 @@ func (s *poolSim) applyGeneratedKubelet(ctx context.Context, name, role, specs s
 
 // planTargetExists tells whether the VirtPlatformConfig is approved (spec.action Apply) and
 // a MachineConfig or KubeletConfig its plan writes exists.
-func (s *poolSim) planTargetExists(ctx context.Context, vpcName string) bool {
-	vpc, err := s.dyn.Resource(vpcGVR).Get(ctx, vpcName, metav1.GetOptions{})
+func (s *poolSim) planTargetExists(vpcName string) bool {
+	vpc, err := cached(s.vpcs, vpcName)
 	if err != nil {
 		return false
 	}
@@ -325,39 +407,18 @@ func (s *poolSim) planTargetExists(ctx context.Context, vpcName string) bool {
 		if name == "" {
 			continue
 		}
-		var ri dynamic.ResourceInterface
+		var l cache.GenericLister
 		switch {
 		case kind == "MachineConfig":
-			ri = s.dyn.Resource(mcGVR)
+			l = s.machineConfigs
 		case kind == "KubeletConfig" && s.kubeletConfigs:
-			ri = s.dyn.Resource(kcGVR)
+			l = s.kubeletConfigList
 		default:
 			continue
 		}
-		if _, err := ri.Get(ctx, name, metav1.GetOptions{}); err == nil {
+		if _, err := l.Get(name); err == nil {
 			return true
 		}
 	}
 	return false
-}
-
-// watchAll keeps a watch of the resource open until ctx ends and calls notify on each event.
-func watchAll(ctx context.Context, ri dynamic.ResourceInterface, opts metav1.ListOptions, notify func()) {
-	for ctx.Err() == nil {
-		w, err := ri.Watch(ctx, opts)
-		if err != nil {
-			select {
-			case <-ctx.Done():
-			case <-time.After(100 * time.Millisecond):
-			}
-			continue
-		}
-		notify()
-		for ev := range w.ResultChan() {
-			if ev.Type != watch.Bookmark {
-				notify()
-			}
-		}
-		w.Stop()
-	}
 }

@@ -70,12 +70,17 @@ func runOnce(ctx context.Context, opts *options, pc profileCase, n int) (res run
 	if err != nil {
 		return res, err
 	}
-	sim := &poolSim{dyn: cp.dyn, pool: "worker", machines: 3, kubeletConfigs: kubeletConfigs}
-	if _, err := sim.render(ctx, true); err != nil {
-		return res, err
-	}
 	vpc, others, err := readSample(filepath.Join(opts.root, pc.sample))
 	if err != nil {
+		return res, err
+	}
+	simCtx, stopSim := context.WithCancel(ctx)
+	defer stopSim()
+	sim := &poolSim{dyn: cp.dyn, pool: "worker", machines: 3, kubeletConfigs: kubeletConfigs}
+	if err := sim.start(simCtx, vpc.GetName()); err != nil {
+		return res, err
+	}
+	if _, err := sim.render(ctx, true); err != nil {
 		return res, err
 	}
 	for _, obj := range others {
@@ -116,7 +121,6 @@ func runOnce(ctx context.Context, opts *options, pc profileCase, n int) (res run
 	logf("%s: %s after %.3fs", pc.name, stagePlan, reviewAt.Sub(planStart).Seconds())
 
 	// apply: approve, wait for Completed while the pool simulator rolls the plan out.
-	simCtx, stopSim := context.WithCancel(ctx)
 	simDone := make(chan struct{})
 	go func() {
 		defer close(simDone)

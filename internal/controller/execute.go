@@ -339,6 +339,16 @@ func (r *VirtPlatformConfigReconciler) applyItem(ctx context.Context, s *scope, 
 	}
 	t := s.now
 	item.WaitingSince = &t
+	if out.Applied && out.SpecChanged {
+		if msg, ok := plan.AwaitingRollout(*item); ok {
+			// A new configuration rolls out from now on, and no pool can have rendered it
+			// yet: the item shows what a check would show now, and the wait is persisted
+			// before the next step checks the pools.
+			item.Message = msg
+			r.memory.progressShown(s.vpc.Name, item.Name, s.now.Time)
+			return ctrl.Result{RequeueAfter: immediately}, true, nil
+		}
+	}
 	return ctrl.Result{}, false, nil
 }
 
@@ -352,7 +362,9 @@ func (r *VirtPlatformConfigReconciler) checkItemHealth(ctx context.Context, s *s
 		timeout = s.vpc.Spec.WaitTimeout.Duration
 	}
 	since := item.WaitingSince.Time
-	h, err := r.Engine.CheckHealth(ctx, *item, since, timeout, s.now.Time)
+	e := *r.Engine
+	e.Reader = freshReader{Reader: r.Engine.Reader, reads: s.reads}
+	h, err := e.CheckHealth(ctx, *item, since, timeout, s.now.Time)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -84,6 +84,41 @@ var _ = Describe("Executing a plan", func() {
 		Expect(item(done, loadaware.ItemPSI).Message).To(ContainSubstring("MachineConfigPool worker updated to rendered-worker-"))
 	})
 
+	It("rule 6: the wait for a MachineConfig's rollout is persisted right after its apply, before any pool is read", func() {
+		mark := requests.mark()
+		createConfig(advisorv1alpha1.VirtPlatformConfigSpec{Action: advisorv1alpha1.ActionApply})
+		Eventually(itemState).WithArguments(loadaware.ItemPSI).Should(Equal(advisorv1alpha1.ItemInProgress))
+		waiting := item(getConfig(), loadaware.ItemPSI)
+		Expect(waiting.Applied).NotTo(BeNil(), "an item is InProgress once it is applied")
+		Expect(waiting.Message).To(MatchRegexp(
+			`^MachineConfigPool worker has not rendered a configuration with 99-worker-psi-karg yet \(still rendered-worker-[0-9a-f]+\)$`))
+
+		sent := requests.since(mark)
+		apply := -1
+		for i, r := range sent {
+			if r.method == "PATCH" && strings.HasSuffix(r.path, "/machineconfigs/99-worker-psi-karg") {
+				apply = i
+			}
+		}
+		Expect(apply).To(BeNumerically(">=", 0), "requests: %v", sent)
+		var between []string
+		persisted := false
+		for _, r := range sent[apply+1:] {
+			if r.method == "PATCH" && strings.HasSuffix(r.path, "/virtplatformconfigs/"+configName+"/status") {
+				persisted = true
+				break
+			}
+			between = append(between, r.method+" "+r.path)
+		}
+		Expect(persisted).To(BeTrue(), "requests after the apply: %v", sent[apply+1:])
+		Expect(between).NotTo(ContainElement(ContainSubstring("/machineconfigpools")),
+			"the pool cannot have rendered the MachineConfig a moment after its apply: the wait is shown without reading it")
+
+		rolloutPool()
+		done := waitPhase(advisorv1alpha1.PhaseCompleted)
+		Expect(item(done, loadaware.ItemPSI).Message).To(ContainSubstring("MachineConfigPool worker updated to rendered-worker-"))
+	})
+
 	It("rule 6: a plan that starts with a MachineConfig persists the pool's baseline with its transition to InProgress, the one status write before the apply", func() {
 		probeKernelArgs.Store(true)
 		DeferCleanup(func() { probeKernelArgs.Store(false) })

@@ -261,6 +261,14 @@ func (m *memory) progressDue(name, item string, now time.Time) bool {
 	return true
 }
 
+// progressShown notes that a waiting item of the config shows a new progress message now.
+func (m *memory) progressShown(name, item string, now time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := m.of(name)
+	c.progressItem, c.progressShown = item, now
+}
+
 // saw remembers a version of the config read uncached or written by this process.
 func (m *memory) saw(vpc *advisorv1alpha1.VirtPlatformConfig) {
 	m.mu.Lock()

@@ -144,16 +144,47 @@ func (c *readCache) usedVersions(seen map[objectVersion]string) {
 // wrote keeps the object a write of this reconcile answered with as the read of it: it is
 // the object as the API server stored it, as new as a read sent after the write.
 func (c *readCache) wrote(obj *unstructured.Unstructured) {
+	sp := c.keep(obj)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.usedSet[sp.key] {
+		c.usedSet[sp.key] = true
+		c.used = append(c.used, sp)
+	}
+}
+
+// keep serves obj, as the API server answered it just now, to the later reads of it in
+// this reconcile, in place of any read of it kept or in flight. Unlike wrote, it does not
+// make it a read worth sending ahead in the next reconcile.
+func (c *readCache) keep(obj *unstructured.Unstructured) readSpec {
 	sp := getSpec(client.ObjectKeyFromObject(obj), obj)
 	e := &cacheEntry{done: make(chan struct{}), obj: obj.DeepCopy()}
 	close(e.done)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.entries[sp.key] = e
-	if !c.usedSet[sp.key] {
-		c.usedSet[sp.key] = true
-		c.used = append(c.used, sp)
+	return sp
+}
+
+// freshReader reads through to the API server, never from what the reconcile holds: a
+// health check judges the cluster as it is now. Each object it gets is kept as the
+// reconcile's read of it (see keep), so what the step reads after the check (the inputs
+// compared when an execution finishes) starts from the same object instead of reading it
+// again.
+type freshReader struct {
+	client.Reader
+	reads *readCache
+}
+
+// Get implements client.Reader.
+func (f freshReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if err := f.Reader.Get(ctx, key, obj, opts...); err != nil {
+		return err
 	}
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		f.reads.keep(u)
+	}
+	return nil
 }
 
 var _ client.Reader = (*readCache)(nil)

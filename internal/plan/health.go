@@ -45,6 +45,20 @@ func NeedsBaseline(item advisorv1alpha1.PlanItem) bool {
 	return targets.RollsOut(desired.GroupVersionKind().GroupKind())
 }
 
+// AwaitingRollout is the health message of a rollout item the moment after an apply that
+// changed its spec, judged from its baseline without a read (see targets.AwaitingRender); ok
+// is false for any other item.
+func AwaitingRollout(item advisorv1alpha1.PlanItem) (string, bool) {
+	if item.Action == advisorv1alpha1.ItemActionRelease {
+		return "", false
+	}
+	desired, err := DesiredObject(item)
+	if err != nil {
+		return "", false
+	}
+	return targets.AwaitingRender(desired, item.HealthBaseline)
+}
+
 // CheckHealth tells whether an applied item took effect (see targets.HealthCheckFor). A
 // wait that lasts longer than timeout (when > 0) since waitingSince makes it Unhealthy.
 func (e *Engine) CheckHealth(ctx context.Context, item advisorv1alpha1.PlanItem, waitingSince time.Time, timeout time.Duration, now time.Time) (Health, error) {

@@ -94,18 +94,32 @@ func (p poolRollout) Baseline(ctx context.Context, reader client.Reader, desired
 }
 
 func (p poolRollout) Check(ctx context.Context, reader client.Reader, desired *unstructured.Unstructured, baseline string) (Health, error) {
-	if p.failure != nil {
-		live := &unstructured.Unstructured{}
-		live.SetGroupVersionKind(desired.GroupVersionKind())
-		if err := reader.Get(ctx, client.ObjectKeyFromObject(desired), live); err == nil {
-			if msg := p.failure(live); msg != "" {
-				return Health{State: Unhealthy, Message: msg}, nil
+	before := parseBaseline(baseline)
+	// The object's own status and the pools are read together: one round trip, not two.
+	failure := make(chan error, 1)
+	var failed string
+	if p.failure == nil {
+		failure <- nil
+	} else {
+		go func() {
+			live := &unstructured.Unstructured{}
+			live.SetGroupVersionKind(desired.GroupVersionKind())
+			err := reader.Get(ctx, client.ObjectKeyFromObject(desired), live)
+			if err == nil {
+				failed = p.failure(live)
+			} else if client.IgnoreNotFound(err) == nil {
+				err = nil
 			}
-		} else if client.IgnoreNotFound(err) != nil {
-			return Health{}, fmt.Errorf("read %s: %w", Describe(desired), err)
-		}
+			failure <- err
+		}()
 	}
-	pools, served, err := p.pools(ctx, reader, desired)
+	pools, served, err := p.pools(ctx, reader, desired, poolNames(before)...)
+	if ferr := <-failure; ferr != nil {
+		return Health{}, fmt.Errorf("read %s: %w", Describe(desired), ferr)
+	}
+	if failed != "" {
+		return Health{State: Unhealthy, Message: failed}, nil
+	}
 	if err != nil {
 		return Health{}, err
 	}
@@ -117,7 +131,6 @@ func (p poolRollout) Check(ctx context.Context, reader client.Reader, desired *u
 	if len(pools) == 0 {
 		return Health{State: Unhealthy, Message: p.noPoolMessage(desired)}, nil
 	}
-	before := parseBaseline(baseline)
 	var waiting, done []string
 	for i := range pools {
 		verdict, msg := rolloutOf(&pools[i], desired, before[pools[i].GetName()], p.describe == "MachineConfig")
@@ -164,13 +177,9 @@ func rolloutOf(pool, obj *unstructured.Unstructured, baseline string, listsByNam
 	machines, _, _ := unstructured.NestedInt64(pool.Object, "status", "machineCount")
 	updated, _, _ := unstructured.NestedInt64(pool.Object, "status", "updatedMachineCount")
 	updatedCond, _ := findCondition(conditions, "Updated")
-	what := obj.GetName()
-	if !listsByName {
-		what = obj.GetKind() + " " + obj.GetName()
-	}
 	switch {
 	case baseline != "" && target == baseline:
-		return Waiting, fmt.Sprintf("MachineConfigPool %s has not rendered a configuration with %s yet (still %s)", name, what, baseline)
+		return Waiting, notRendered(name, subject(obj, listsByName), baseline)
 	case listsByName && !listsSource(sources, obj.GetName()):
 		return Waiting, fmt.Sprintf("MachineConfigPool %s has not picked up %s yet", name, obj.GetName())
 	case observed != pool.GetGeneration():
@@ -181,9 +190,46 @@ func rolloutOf(pool, obj *unstructured.Unstructured, baseline string, listsByNam
 	return Healthy, fmt.Sprintf("MachineConfigPool %s updated to %s (%d/%d machines)", name, current, updated, machines)
 }
 
+// AwaitingRender is what the health check of obj shows the moment after an apply that
+// changed its spec: no pool of the baseline (read just before the apply) has rendered a
+// configuration with it yet. ok is false for a kind that rolls nothing out, and when the
+// baseline names no pool, or a pool without a rendered configuration.
+func AwaitingRender(obj *unstructured.Unstructured, baseline string) (string, bool) {
+	p, rollsOut := HealthCheckFor(obj.GroupVersionKind().GroupKind()).(poolRollout)
+	if !rollsOut || baseline == "" {
+		return "", false
+	}
+	var msgs []string
+	for _, pair := range strings.Split(baseline, ",") {
+		pool, target, _ := strings.Cut(pair, "=")
+		if pool == "" || target == "" {
+			return "", false
+		}
+		msgs = append(msgs, notRendered(pool, subject(obj, p.describe == "MachineConfig"), target))
+	}
+	return strings.Join(msgs, "; "), true
+}
+
+func notRendered(pool, what, baseline string) string {
+	return fmt.Sprintf("MachineConfigPool %s has not rendered a configuration with %s yet (still %s)", pool, what, baseline)
+}
+
+// subject names obj in the messages of a pool's rollout: a MachineConfig, which the pool
+// lists by name, by its name alone.
+func subject(obj *unstructured.Unstructured, listsByName bool) string {
+	if listsByName {
+		return obj.GetName()
+	}
+	return obj.GetKind() + " " + obj.GetName()
+}
+
 // pools lists the MachineConfigPools that roll obj out, sorted by name; served is false
-// when the cluster has no MachineConfigPool kind at all.
-func (p poolRollout) pools(ctx context.Context, reader client.Reader, obj *unstructured.Unstructured) ([]unstructured.Unstructured, bool, error) {
+// when the cluster has no MachineConfigPool kind at all. The pools named expected (those
+// that rolled obj out before, say) are read while the list is under way: when the list
+// confirms them, the pools cost one round trip.
+func (p poolRollout) pools(ctx context.Context, reader client.Reader, obj *unstructured.Unstructured, expected ...string) ([]unstructured.Unstructured, bool, error) {
+	ahead := readPoolsAhead(ctx, reader, expected)
+	defer ahead.wait()
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(MachineConfigPool.GVK.GroupVersion().WithKind("MachineConfigPoolList"))
 	// Which pools select obj is read from the API server's watch cache first (see
@@ -202,9 +248,8 @@ func (p poolRollout) pools(ctx context.Context, reader client.Reader, obj *unstr
 			if !p.selects(&list.Items[i], obj) {
 				continue
 			}
-			pool := &unstructured.Unstructured{}
-			pool.SetGroupVersionKind(MachineConfigPool.GVK)
-			if err := reader.Get(ctx, client.ObjectKeyFromObject(&list.Items[i]), pool); err != nil {
+			pool, err := ahead.get(ctx, reader, list.Items[i].GetName())
+			if err != nil {
 				if apierrors.IsNotFound(err) {
 					continue
 				}
@@ -220,6 +265,67 @@ func (p poolRollout) pools(ctx context.Context, reader client.Reader, obj *unstr
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].GetName() < out[j].GetName() })
 	return out, true, nil
+}
+
+// poolRead is the read of one MachineConfigPool, sent ahead.
+type poolRead struct {
+	done chan struct{}
+	pool *unstructured.Unstructured
+	err  error
+}
+
+// poolReads are the pools read ahead, by name.
+type poolReads map[string]*poolRead
+
+// readPoolsAhead starts reading the pools named, each once.
+func readPoolsAhead(ctx context.Context, reader client.Reader, names []string) poolReads {
+	out := poolReads{}
+	for _, name := range names {
+		if name == "" || out[name] != nil {
+			continue
+		}
+		r := &poolRead{done: make(chan struct{})}
+		out[name] = r
+		go func() {
+			defer close(r.done)
+			r.pool, r.err = readPool(ctx, reader, name)
+		}()
+	}
+	return out
+}
+
+// get takes the read of pool name sent ahead, or reads it now when none was.
+func (a poolReads) get(ctx context.Context, reader client.Reader, name string) (*unstructured.Unstructured, error) {
+	r, ok := a[name]
+	if !ok {
+		return readPool(ctx, reader, name)
+	}
+	delete(a, name)
+	<-r.done
+	return r.pool, r.err
+}
+
+// wait waits for the reads sent ahead that nobody took, so none outlives its caller.
+func (a poolReads) wait() {
+	for _, r := range a {
+		<-r.done
+	}
+}
+
+func readPool(ctx context.Context, reader client.Reader, name string) (*unstructured.Unstructured, error) {
+	pool := &unstructured.Unstructured{}
+	pool.SetGroupVersionKind(MachineConfigPool.GVK)
+	return pool, reader.Get(ctx, client.ObjectKey{Name: name}, pool)
+}
+
+// poolNames are the pools a baseline names, sorted.
+func poolNames(baseline map[string]string) []string {
+	names := make([]string, 0, len(baseline))
+	for name := range baseline {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
 }
 
 // PoolsOf lists the MachineConfigPools that roll out a MachineConfig or KubeletConfig.

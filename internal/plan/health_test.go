@@ -304,6 +304,17 @@ var _ = Describe("Engine.CheckHealth", func() {
 		Expect(h.State).To(Equal(plan.Healthy))
 	})
 
+	It("reads the pool named after the MachineConfig's role while it lists the pools to record a baseline", func() {
+		r := &overlapReader{Reader: k8sClient, poolRead: make(chan struct{})}
+		e := *engine
+		e.Reader = r
+
+		baseline, err := e.HealthBaseline(ctx, item)
+
+		Expect(err).NotTo(HaveOccurred(), "the list of pools is answered only once the pool of the MachineConfig's role is being read")
+		Expect(baseline).To(Equal("worker=" + renderedOld))
+	})
+
 	It("is Healthy right away for an item that is not a MachineConfig", func() {
 		createAsOtherManager(descheduler(adminSpec))
 		pi := draftOne(deschedulerItem())

@@ -51,9 +51,9 @@ type HealthCheck interface {
 func HealthCheckFor(gk schema.GroupKind) HealthCheck {
 	switch gk {
 	case MachineConfig.GroupKind():
-		return poolRollout{selects: machineConfigSelects, describe: "MachineConfig"}
+		return poolRollout{selects: machineConfigSelects, describe: "MachineConfig", likely: poolOfRole}
 	case KubeletConfig.GroupKind():
-		return poolRollout{selects: KubeletConfigSelects, describe: "KubeletConfig", failure: kubeletConfigFailure}
+		return poolRollout{selects: KubeletConfigSelects, describe: "KubeletConfig", failure: kubeletConfigFailure, likely: poolsSelected}
 	}
 	return applied{}
 }
@@ -78,10 +78,14 @@ type poolRollout struct {
 	selects func(pool, obj *unstructured.Unstructured) bool
 	// failure reports a failure the object's own status shows ("" when none).
 	failure func(live *unstructured.Unstructured) string
+	// likely names the pools that, by the Machine Config Operator's naming convention,
+	// roll the object out. They are only read ahead (see pools): which pools do is always
+	// what the list of pools says.
+	likely func(obj *unstructured.Unstructured) []string
 }
 
 func (p poolRollout) Baseline(ctx context.Context, reader client.Reader, desired *unstructured.Unstructured) (string, error) {
-	pools, _, err := p.pools(ctx, reader, desired)
+	pools, _, err := p.pools(ctx, reader, desired, p.likely(desired)...)
 	if err != nil {
 		return "", err
 	}
@@ -113,7 +117,11 @@ func (p poolRollout) Check(ctx context.Context, reader client.Reader, desired *u
 			failure <- err
 		}()
 	}
-	pools, served, err := p.pools(ctx, reader, desired, poolNames(before)...)
+	expected := poolNames(before)
+	if len(expected) == 0 {
+		expected = p.likely(desired)
+	}
+	pools, served, err := p.pools(ctx, reader, desired, expected...)
 	if ferr := <-failure; ferr != nil {
 		return Health{}, fmt.Errorf("read %s: %w", Describe(desired), ferr)
 	}
@@ -317,6 +325,34 @@ func readPool(ctx context.Context, reader client.Reader, name string) (*unstruct
 	pool.SetGroupVersionKind(MachineConfigPool.GVK)
 	return pool, reader.Get(ctx, client.ObjectKey{Name: name}, pool)
 }
+
+// poolOfRole is the pool named after a MachineConfig's role (worker, master, or a custom
+// pool's role), which is how the Machine Config Operator's pools are named.
+func poolOfRole(mc *unstructured.Unstructured) []string {
+	if role := mc.GetLabels()[roleLabel]; role != "" {
+		return []string{role}
+	}
+	return nil
+}
+
+// poolsSelected are the pools a KubeletConfig selects by the label the Machine Config
+// Operator gives each pool, pools.operator.machineconfiguration.openshift.io/<pool>.
+func poolsSelected(kc *unstructured.Unstructured) []string {
+	labels, _, _ := unstructured.NestedStringMap(kc.Object, "spec", "machineConfigPoolSelector", "matchLabels")
+	var out []string
+	for k := range labels {
+		if name, ok := strings.CutPrefix(k, poolLabelPrefix); ok && name != "" {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+const (
+	roleLabel       = "machineconfiguration.openshift.io/role"
+	poolLabelPrefix = "pools.operator.machineconfiguration.openshift.io/"
+)
 
 // poolNames are the pools a baseline names, sorted.
 func poolNames(baseline map[string]string) []string {

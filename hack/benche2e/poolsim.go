@@ -72,7 +72,8 @@ func (s *poolSim) start(ctx context.Context, vpcName string) error {
 		return func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + name }
 	}
 	var synced []cache.InformerSynced
-	informer := func(gvr schema.GroupVersionResource, tweak dynamicinformer.TweakListOptionsFunc) (cache.GenericLister, error) {
+	informer := func(gvr schema.GroupVersionResource,
+		tweak dynamicinformer.TweakListOptionsFunc) (cache.GenericLister, error) {
 		inf := dynamicinformer.NewFilteredDynamicInformer(s.dyn, gvr, "", 0, cache.Indexers{}, tweak)
 		if _, err := inf.Informer().AddEventHandler(notify); err != nil {
 			return nil, err

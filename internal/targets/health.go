@@ -338,9 +338,9 @@ func poolOfRole(mc *unstructured.Unstructured) []string {
 // poolsSelected are the pools a KubeletConfig selects by the label the Machine Config
 // Operator gives each pool, pools.operator.machineconfiguration.openshift.io/<pool>.
 func poolsSelected(kc *unstructured.Unstructured) []string {
-	labels, _, _ := unstructured.NestedStringMap(kc.Object, "spec", "machineConfigPoolSelector", "matchLabels")
+	matchLabels, _, _ := unstructured.NestedStringMap(kc.Object, "spec", "machineConfigPoolSelector", "matchLabels")
 	var out []string
-	for k := range labels {
+	for k := range matchLabels {
 		if name, ok := strings.CutPrefix(k, poolLabelPrefix); ok && name != "" {
 			out = append(out, name)
 		}

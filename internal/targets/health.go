@@ -207,15 +207,16 @@ func AwaitingRender(obj *unstructured.Unstructured, baseline string) (string, bo
 	if !rollsOut || baseline == "" {
 		return "", false
 	}
+	before := parseBaseline(baseline)
+	// In the order Check lists waiting pools: by name.
 	var msgs []string
-	for _, pair := range strings.Split(baseline, ",") {
-		pool, target, _ := strings.Cut(pair, "=")
-		if pool == "" || target == "" {
+	for _, pool := range poolNames(before) {
+		if pool == "" || before[pool] == "" {
 			return "", false
 		}
-		msgs = append(msgs, notRendered(pool, subject(obj, p.describe == "MachineConfig"), target))
+		msgs = append(msgs, notRendered(pool, subject(obj, p.describe == "MachineConfig"), before[pool]))
 	}
-	return strings.Join(msgs, "; "), true
+	return strings.Join(msgs, "; "), len(msgs) > 0
 }
 
 func notRendered(pool, what, baseline string) string {

@@ -429,11 +429,10 @@ type VirtPlatformConfigStatus struct {
 	// Skipped ones), e.g. 2/3.
 	// +optional
 	ItemsSummary string `json:"itemsSummary,omitempty"`
-	// items are the plan's changes, executed in this order. Only the operator writes them,
-	// always as a whole (atomic: the API server keeps no per-item field ownership, which
-	// makes every status write cheaper).
+	// items are the plan's changes, executed in this order, one per name.
 	// +optional
-	// +listType=atomic
+	// +listType=map
+	// +listMapKey=name
 	Items []PlanItem `json:"items,omitempty"`
 }
 
@@ -460,8 +459,11 @@ type VirtPlatformConfig struct {
 	// +required
 	Spec VirtPlatformConfigSpec `json:"spec"`
 
-	// status is the plan and its progress.
+	// status is the plan and its progress. Only the operator writes it; the API server
+	// records one field owner for the whole status (an atomic struct) instead of one per
+	// field and condition, which makes every write of the config cheaper to process.
 	// +optional
+	// +structType=atomic
 	Status VirtPlatformConfigStatus `json:"status,omitempty"`
 }
 

@@ -1,6 +1,9 @@
 package controller_test
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -55,6 +58,29 @@ var _ = Describe("Status", func() {
 			poke()
 		}
 		Consistently(func() []string { return requests.writesSince(mark) }).Should(BeEmpty())
+	})
+
+	It("rule 12: the status has one field owner, and the API server keeps one item per name", func() {
+		createConfig(advisorv1alpha1.VirtPlatformConfigSpec{Action: advisorv1alpha1.ActionDryRun})
+		vpc := waitPhase(advisorv1alpha1.PhaseReviewRequired)
+		var owners []string
+		for _, e := range vpc.ManagedFields {
+			if e.Subresource == "status" {
+				owners = append(owners, e.Manager)
+				Expect(string(e.FieldsV1.Raw)).To(MatchJSON(`{"f:status":{}}`),
+					"%s owns the status field by field instead of as a whole", e.Manager)
+			}
+		}
+		Expect(owners).To(HaveLen(1))
+
+		By("a second item of the same name is refused by the API server")
+		first, err := json.Marshal(vpc.Status.Items[0])
+		Expect(err).NotTo(HaveOccurred())
+		out, err := run(filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl"), "patch", "virtplatformconfig", configName,
+			"--subresource=status", "--type=json", "-p", `[{"op":"add","path":"/status/items/-","value":`+string(first)+`}]`)
+		Expect(err).To(HaveOccurred())
+		Expect(out).To(ContainSubstring("Duplicate value"))
+		Expect(getConfig().Status.Items).To(HaveLen(len(vpc.Status.Items)))
 	})
 
 	It("is idle once Completed: no write request for 30 seconds", func() {

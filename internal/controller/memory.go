@@ -46,6 +46,18 @@ type configMemory struct {
 	// showProgress).
 	progressItem  string
 	progressShown time.Time
+	// busy is set while a reconcile of the config runs; the wakes of the watch events that
+	// arrive meanwhile are held until it ends (see wake).
+	busy bool
+	held []heldWake
+}
+
+// heldWake is a watch event of one of a config's objects that arrived while a reconcile
+// of the config ran, and the wake it would have caused.
+type heldWake struct {
+	obj             objectVersion
+	resourceVersion string
+	wake            func()
 }
 
 // objectVersion names an object whose version a config saw.
@@ -241,11 +253,69 @@ func (m *memory) news(name string, obj objectVersion, resourceVersion string) bo
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c, ok := m.configs[name]
-	if !ok || resourceVersion == "" {
-		return true
-	}
+	return !ok || resourceVersion == "" || !c.knows(obj, resourceVersion)
+}
+
+// knows tells whether the config's reconciles last read or wrote that version of the object.
+func (c *configMemory) knows(obj objectVersion, resourceVersion string) bool {
 	seen, ok := c.versions[obj]
-	return !ok || seen != resourceVersion
+	return ok && seen == resourceVersion
+}
+
+// wake wakes a config for a watch event of one of its objects at a resourceVersion, unless
+// the event is no news to it (see news); a deletion, or an event without a version, always
+// wakes it. While a reconcile of the config runs, the wake is held until that reconcile
+// ends and is judged then, against what it read and wrote: a read sent after the event
+// arrived returns that version or a newer one, so an event the reconcile's own reads
+// already answered does not take the config through another reconcile that reads it all
+// again (a pool reporting a rollout while the health check that reads it runs).
+func (m *memory) wake(name string, obj objectVersion, resourceVersion string, deleted bool, wake func()) {
+	m.mu.Lock()
+	c, ok := m.configs[name]
+	if deleted || !ok || resourceVersion == "" {
+		m.mu.Unlock()
+		wake()
+		return
+	}
+	if c.busy {
+		c.held = append(c.held, heldWake{obj: obj, resourceVersion: resourceVersion, wake: wake})
+		m.mu.Unlock()
+		return
+	}
+	news := !c.knows(obj, resourceVersion)
+	m.mu.Unlock()
+	if news {
+		wake()
+	}
+}
+
+// begin notes that a reconcile of the config runs (see wake).
+func (m *memory) begin(name string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.of(name).busy = true
+}
+
+// end notes that the reconcile of the config ended, after it noted what it read and wrote:
+// the wakes held meanwhile that are news to it now wake it.
+func (m *memory) end(name string) {
+	m.mu.Lock()
+	c, ok := m.configs[name]
+	if !ok {
+		m.mu.Unlock()
+		return
+	}
+	var due []func()
+	for _, h := range c.held {
+		if !c.knows(h.obj, h.resourceVersion) {
+			due = append(due, h.wake)
+		}
+	}
+	c.busy, c.held = false, nil
+	m.mu.Unlock()
+	for _, wake := range due {
+		wake()
+	}
 }
 
 // progressDue tells whether a waiting item of the config may show a new progress message

@@ -67,7 +67,7 @@ var _ = Describe("Status", func() {
 		for _, e := range vpc.ManagedFields {
 			if e.Subresource == "status" {
 				owners = append(owners, e.Manager)
-				Expect(string(e.FieldsV1.Raw)).To(MatchJSON(`{"f:status":{}}`),
+				Expect(e.FieldsV1.GetRawString()).To(MatchJSON(`{"f:status":{}}`),
 					"%s owns the status field by field instead of as a whole", e.Manager)
 			}
 		}

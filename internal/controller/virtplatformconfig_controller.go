@@ -89,6 +89,8 @@ type VirtPlatformConfigReconciler struct {
 // needs another one right after its write (see immediately) is taken by the next
 // reconcile, which starts from the config as written (see readConfig).
 func (r *VirtPlatformConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	r.memory.begin(req.Name)
+	defer r.memory.end(req.Name)
 	vpc, err := r.readConfig(ctx, req.NamespacedName)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
@@ -317,7 +319,7 @@ func (r *VirtPlatformConfigReconciler) SetupWithManager(mgr ctrl.Manager) error 
 	r.watches.observe = func(namespace, name, resourceVersion string, deleted bool) {
 		r.memory.changed(time.Now(), namespace, name, resourceVersion, deleted)
 	}
-	r.watches.news = r.memory.news
+	r.watches.wake = r.memory.wake
 	if err := mgr.Add(r.watches); err != nil {
 		return err
 	}

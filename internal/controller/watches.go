@@ -71,10 +71,10 @@ type watches struct {
 	scheme     *runtime.Scheme
 	log        logr.Logger
 
-	// observe is told of every event of a target or input; news tells whether an event
-	// of an object at a resourceVersion is news to a config (see events).
+	// observe is told of every event of a target or input; wake decides whether, and when,
+	// an event wakes a config whose plan names its object (see memory.wake).
 	observe func(namespace, name, resourceVersion string, deleted bool)
-	news    func(config string, obj objectVersion, resourceVersion string) bool
+	wake    func(config string, obj objectVersion, resourceVersion string, deleted bool, wake func())
 
 	kinds    map[schema.GroupKind]context.CancelFunc
 	inputs   map[targetKey]*inputWatch
@@ -387,9 +387,10 @@ func asObject(o any) client.Object {
 // first (which drops the reads the reconciler kept of the object, see memory.changed),
 // then mapped by keyOf to the configs whose plans name the object. A config is not woken
 // by an event that reports the very version of the object it last read or wrote (see
-// memory.news): the echo of its own apply, or a watch starting with what the config
-// already saw. A deletion, or an event that says nothing of what happened (a deletion
-// seen late), always wakes it.
+// memory.wake): the echo of its own apply, a watch starting with what the config already
+// saw, or an event that arrived while a reconcile of the config ran and read that version.
+// A deletion, or an event that says nothing of what happened (a deletion seen late),
+// always wakes it.
 func (w *watches) events(keyOf func(client.Object) targetKey,
 	q workqueue.TypedRateLimitingInterface[reconcile.Request]) func(o any, deleted bool) {
 	return func(item any, deleted bool) {
@@ -403,10 +404,12 @@ func (w *watches) events(keyOf func(client.Object) targetKey,
 		key := keyOf(o)
 		gk := key.groupKind()
 		for _, req := range w.configsOf(key) {
-			if deleted || w.news == nil ||
-				w.news(req.Name, objectVersion{kind: gk.Kind, namespace: o.GetNamespace(), name: o.GetName()}, o.GetResourceVersion()) {
+			if w.wake == nil {
 				q.Add(req)
+				continue
 			}
+			w.wake(req.Name, objectVersion{kind: gk.Kind, namespace: o.GetNamespace(), name: o.GetName()},
+				o.GetResourceVersion(), deleted, func() { q.Add(req) })
 		}
 	}
 }

@@ -41,7 +41,7 @@ func (i *informer) AddEventHandler(h toolscache.ResourceEventHandler) (toolscach
 // sourceOfNodes starts the source of a Node input watched by config c, on an informer
 // that has not synced, and returns the informer, the queue the source feeds and what the
 // handler reported to observe.
-func sourceOfNodes(t *testing.T, labelsOnly bool, news func(string, objectVersion, string) bool) (
+func sourceOfNodes(t *testing.T, labelsOnly bool, m *memory) (
 	*informer, workqueue.TypedRateLimitingInterface[reconcile.Request], *[]string) {
 	t.Helper()
 	notSynced := false
@@ -59,7 +59,9 @@ func sourceOfNodes(t *testing.T, labelsOnly bool, news func(string, objectVersio
 		}
 		observed = append(observed, name+"@"+rv)
 	}
-	w.news = news
+	if m != nil {
+		w.wake = m.wake
+	}
 	key := targetKey{Kind: "Node", Name: "n1"}
 	w.addConfigLocked(key, "c")
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
@@ -114,8 +116,9 @@ func TestAnInputWatchedForItsLabelsWakesItsConfigOnlyWhenTheyChange(t *testing.T
 }
 
 func TestADeletionSeenLateWakesTheConfigEvenAtAVersionItSaw(t *testing.T) {
-	noNews := func(string, objectVersion, string) bool { return false }
-	inf, q, observed := sourceOfNodes(t, false, noNews)
+	m := &memory{}
+	m.wrote("c", objectVersion{kind: "Node", name: "n1"}, "6")
+	inf, q, observed := sourceOfNodes(t, false, m)
 	inf.Update(node("n1", "5", nil), node("n1", "6", nil))
 	if got := takeAll(q); len(got) != 0 {
 		t.Fatalf("an event of a version the config saw is no news, got %v", got)
@@ -126,5 +129,46 @@ func TestADeletionSeenLateWakesTheConfigEvenAtAVersionItSaw(t *testing.T) {
 	}
 	if last := (*observed)[len(*observed)-1]; last != "n1@6 deleted" {
 		t.Fatalf("the deletion must be observed as one, got %q", last)
+	}
+}
+
+func TestAnEventThatArrivesWhileTheConfigReconcilesWakesItOnlyIfTheReconcileDidNotReadIt(t *testing.T) {
+	m := &memory{}
+	inf, q, _ := sourceOfNodes(t, false, m)
+	read := func(version string) { m.wrote("c", objectVersion{kind: "Node", name: "n1"}, version) }
+
+	m.begin("c")
+	inf.Update(node("n1", "5", nil), node("n1", "6", nil))
+	if got := takeAll(q); len(got) != 0 {
+		t.Fatalf("an event that arrives while the config reconciles must wait for the reconcile to end, got %v", got)
+	}
+	read("6")
+	m.end("c")
+	if got := takeAll(q); len(got) != 0 {
+		t.Fatalf("an event of the version the reconcile read must not wake the config again, got %v", got)
+	}
+
+	m.begin("c")
+	inf.Update(node("n1", "6", nil), node("n1", "7", nil))
+	read("6") // the reconcile read the object before the event
+	m.end("c")
+	if got := takeAll(q); len(got) != 1 {
+		t.Fatalf("an event of a version the reconcile did not read must wake the config once it ends, got %v", got)
+	}
+
+	m.begin("c")
+	inf.Delete(node("n1", "7", nil))
+	if got := takeAll(q); len(got) != 1 {
+		t.Fatalf("a deletion must wake the config at once, got %v", got)
+	}
+	read("7")
+	m.end("c")
+	if got := takeAll(q); len(got) != 0 {
+		t.Fatalf("nothing more may wake the config, got %v", got)
+	}
+
+	inf.Update(node("n1", "7", nil), node("n1", "8", nil))
+	if got := takeAll(q); len(got) != 1 {
+		t.Fatalf("an event that arrives between reconciles must wake the config at once, got %v", got)
 	}
 }

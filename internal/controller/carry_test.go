@@ -179,14 +179,21 @@ func TestEventsOfVersionsAConfigSawAreNoNews(t *testing.T) {
 		{"an object only read ahead", "c", b, "1", true},
 		{"another config", "d", a, "10", true},
 	} {
-		if got := m.news(tc.config, tc.obj, tc.version); got != tc.want {
-			t.Errorf("%s: news = %v, want %v", tc.what, got, tc.want)
+		if got := wakes(m, tc.config, tc.obj, tc.version); got != tc.want {
+			t.Errorf("%s: wakes = %v, want %v", tc.what, got, tc.want)
 		}
 	}
 	m.wrote("c", a, "12")
-	if m.news("c", a, "12") {
+	if wakes(m, "c", a, "12") {
 		t.Error("the echo of the config's own write woke it")
 	}
+}
+
+// wakes tells whether a watch event of obj at version wakes the config.
+func wakes(m *memory, config string, obj objectVersion, version string) bool {
+	woke := false
+	m.wake(config, obj, version, false, func() { woke = true })
+	return woke
 }
 
 func configMapObject() *unstructured.Unstructured {

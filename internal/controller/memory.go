@@ -40,7 +40,7 @@ type configMemory struct {
 	// carried are the reads of the last execution step, for the next one (see carriedReads).
 	carried *carriedReads
 	// versions are the resourceVersions of the objects the config's reconciles last read
-	// or wrote (see news).
+	// or wrote (see wake).
 	versions map[objectVersion]string
 	// progressItem is the waiting item whose message last changed, at progressShown (see
 	// showProgress).
@@ -239,21 +239,11 @@ func (c *configMemory) saw(obj objectVersion, resourceVersion string) {
 }
 
 // wrote remembers the version of an object a reconcile of the config just wrote, before
-// the watch reports it (see news).
+// the watch reports it (see wake).
 func (m *memory) wrote(name string, obj objectVersion, resourceVersion string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.of(name).saw(obj, resourceVersion)
-}
-
-// news tells whether a watch event of an object at a resourceVersion is news to a config:
-// it is not when the config's reconciles last read or wrote that very version, so the
-// decisions taken since already account for it.
-func (m *memory) news(name string, obj objectVersion, resourceVersion string) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	c, ok := m.configs[name]
-	return !ok || resourceVersion == "" || !c.knows(obj, resourceVersion)
 }
 
 // knows tells whether the config's reconciles last read or wrote that version of the object.
@@ -263,8 +253,9 @@ func (c *configMemory) knows(obj objectVersion, resourceVersion string) bool {
 }
 
 // wake wakes a config for a watch event of one of its objects at a resourceVersion, unless
-// the event is no news to it (see news); a deletion, or an event without a version, always
-// wakes it. While a reconcile of the config runs, the wake is held until that reconcile
+// the event is no news to it: the config's reconciles last read or wrote that very version,
+// so the decisions taken since already account for it. A deletion, or an event without a
+// version, always wakes it. While a reconcile of the config runs, the wake is held until that reconcile
 // ends and is judged then, against what it read and wrote: a read sent after the event
 // arrived returns that version or a newer one, so an event the reconcile's own reads
 // already answered does not take the config through another reconcile that reads it all

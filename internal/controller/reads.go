@@ -261,7 +261,7 @@ func listSpec(list client.ObjectList, opts []client.ListOption) (readSpec, bool)
 // tens of milliseconds, up to a hundred while a plan is applied. The watch cache may be a
 // moment behind, which is the same as a list sent a moment earlier: a newer version of
 // what was listed, or an object created since, wakes the config when its event arrives
-// (see memory.news).
+// (see memory.wake).
 func (sp readSpec) read(ctx context.Context, reader client.Reader, fromCache bool) (runtime.Object, error) {
 	obj := sp.newObj()
 	if !sp.key.list {

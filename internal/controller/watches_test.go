@@ -135,38 +135,30 @@ func TestADeletionSeenLateWakesTheConfigEvenAtAVersionItSaw(t *testing.T) {
 func TestAnEventThatArrivesWhileTheConfigReconcilesWakesItOnlyIfTheReconcileDidNotReadIt(t *testing.T) {
 	m := &memory{}
 	inf, q, _ := sourceOfNodes(t, false, m)
-	read := func(version string) { m.wrote("c", objectVersion{kind: "Node", name: "n1"}, version) }
-
-	m.begin("c")
-	inf.Update(node("n1", "5", nil), node("n1", "6", nil))
-	if got := takeAll(q); len(got) != 0 {
-		t.Fatalf("an event that arrives while the config reconciles must wait for the reconcile to end, got %v", got)
-	}
-	read("6")
-	m.end("c")
-	if got := takeAll(q); len(got) != 0 {
-		t.Fatalf("an event of the version the reconcile read must not wake the config again, got %v", got)
+	// during sends event while a reconcile of the config runs and reads version of the
+	// object, and returns the configs woken while it ran and once it ended.
+	during := func(event func(), version string) (meanwhile, after []string) {
+		m.begin("c")
+		event()
+		meanwhile = takeAll(q)
+		m.wrote("c", objectVersion{kind: "Node", name: "n1"}, version)
+		m.end("c")
+		return meanwhile, takeAll(q)
 	}
 
-	m.begin("c")
-	inf.Update(node("n1", "6", nil), node("n1", "7", nil))
-	read("6") // the reconcile read the object before the event
-	m.end("c")
-	if got := takeAll(q); len(got) != 1 {
-		t.Fatalf("an event of a version the reconcile did not read must wake the config once it ends, got %v", got)
+	meanwhile, after := during(func() { inf.Update(node("n1", "5", nil), node("n1", "6", nil)) }, "6")
+	if len(meanwhile) != 0 || len(after) != 0 {
+		t.Fatalf("an event of the version the reconcile read must not wake the config, got %v while it ran, %v after", meanwhile, after)
 	}
-
-	m.begin("c")
-	inf.Delete(node("n1", "7", nil))
-	if got := takeAll(q); len(got) != 1 {
-		t.Fatalf("a deletion must wake the config at once, got %v", got)
+	// The reconcile read the object before the event.
+	meanwhile, after = during(func() { inf.Update(node("n1", "6", nil), node("n1", "7", nil)) }, "6")
+	if len(meanwhile) != 0 || len(after) != 1 {
+		t.Fatalf("an event of a version the reconcile did not read must wake the config once, when it ends: got %v while it ran, %v after", meanwhile, after)
 	}
-	read("7")
-	m.end("c")
-	if got := takeAll(q); len(got) != 0 {
-		t.Fatalf("nothing more may wake the config, got %v", got)
+	meanwhile, after = during(func() { inf.Delete(node("n1", "7", nil)) }, "7")
+	if len(meanwhile) != 1 || len(after) != 0 {
+		t.Fatalf("a deletion must wake the config at once, and once: got %v while it ran, %v after", meanwhile, after)
 	}
-
 	inf.Update(node("n1", "7", nil), node("n1", "8", nil))
 	if got := takeAll(q); len(got) != 1 {
 		t.Fatalf("an event that arrives between reconciles must wake the config at once, got %v", got)

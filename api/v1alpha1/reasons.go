@@ -113,4 +113,10 @@ const (
 	EventBadAnnotation = "BadAnnotation"
 	// EventThrottled: a drift correction was held back by the per-target rate limit.
 	EventThrottled = "Throttled"
+	// EventWriteRefused: the write gate refused to write an item's target; the message
+	// names the condition that failed.
+	EventWriteRefused = "WriteRefused"
+	// EventItemUnmanaged: an item's target carried advisor.kubevirt.io/mode: unmanaged
+	// right before its write; it was not written and the item is Skipped.
+	EventItemUnmanaged = "ItemUnmanaged"
 )

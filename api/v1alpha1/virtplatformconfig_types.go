@@ -130,6 +130,20 @@ const (
 // +kubebuilder:validation:Enum=Apply;Release
 type ItemAction string
 
+// ChangeKind is what applying an item changes on its target.
+// +kubebuilder:validation:Enum=None;OwnershipOnly;Values
+type ChangeKind string
+
+const (
+	// ChangeNone: the target already holds the planned values, owned by the profile.
+	ChangeNone ChangeKind = "None"
+	// ChangeOwnershipOnly: the target holds the planned values; applying only makes the
+	// profile a co-owner of them.
+	ChangeOwnershipOnly ChangeKind = "OwnershipOnly"
+	// ChangeValues: applying changes values of the target (or creates it).
+	ChangeValues ChangeKind = "Values"
+)
+
 const (
 	// ItemActionApply server-side applies the item's desired state.
 	ItemActionApply ItemAction = "Apply"
@@ -194,6 +208,11 @@ type PlanItem struct {
 	// when it already matches).
 	// +optional
 	Diff string `json:"diff,omitempty"`
+	// change says what applying the item changes on its target: None (the target already
+	// holds the planned values, owned by this profile), OwnershipOnly (the values are as
+	// planned; applying makes this profile a co-owner of them), or Values.
+	// +optional
+	Change ChangeKind `json:"change,omitempty"`
 	// desiredState is the exact object that is applied (server-side apply, field manager
 	// virt-advisor-operator): only the fields the operator manages.
 	// +optional
@@ -336,6 +355,12 @@ type ApprovalStatus struct {
 	// approvedGeneration is the metadata.generation whose spec gave that approval.
 	// +optional
 	ApprovedGeneration int64 `json:"approvedGeneration,omitempty"`
+	// correctionsOnly is true when the current (or last) execution was started by
+	// spec.bypassOptimisticLock to correct drift, not by a review: it writes only items that
+	// restore exactly what an earlier approved execution applied, never an item that
+	// proposes something new (an operator upgrade, a retry of a failed item).
+	// +optional
+	CorrectionsOnly bool `json:"correctionsOnly,omitempty"`
 }
 
 // DriftCorrectionStatus is the state of automatic drift correction (bypassOptimisticLock).

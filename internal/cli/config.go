@@ -9,9 +9,6 @@ import (
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
 )
 
-// noChanges is the diff of an item whose target already matches the plan.
-const noChanges = "(no changes)"
-
 // activeCondition is the True condition that explains the phase: the phase's own condition,
 // else the first True one.
 func activeCondition(vpc *advisorv1alpha1.VirtPlatformConfig) *metav1.Condition {
@@ -60,7 +57,7 @@ func changes(it advisorv1alpha1.PlanItem) bool {
 	if it.Action == advisorv1alpha1.ItemActionRelease {
 		return true
 	}
-	return it.Diff != "" && it.Diff != noChanges
+	return it.Change == advisorv1alpha1.ChangeValues || it.Change == advisorv1alpha1.ChangeOwnershipOnly
 }
 
 // fresh tells whether the operator has acted on the latest spec.

@@ -123,7 +123,7 @@ func (v planView) renderItem(b *strings.Builder, p painter, it advisorv1alpha1.P
 	}
 	switch {
 	case it.State == advisorv1alpha1.ItemSkipped:
-	case it.Diff == "" || it.Diff == noChanges:
+	case it.Diff == "" || it.Change == advisorv1alpha1.ChangeNone:
 		b.WriteString("  (no changes)\n")
 	default:
 		if it.State == advisorv1alpha1.ItemCompleted || it.State == advisorv1alpha1.ItemInProgress {

@@ -113,12 +113,12 @@ func TestPlanExitCodes(t *testing.T) {
 		"pending items with diffs": {func(*advisorv1alpha1.VirtPlatformConfig) {}, ExitChanges},
 		"every item already as planned": {func(v *advisorv1alpha1.VirtPlatformConfig) {
 			for i := range v.Status.Items {
-				v.Status.Items[i].Diff = noChanges
+				v.Status.Items[i].Diff, v.Status.Items[i].Change = "(no changes)", advisorv1alpha1.ChangeNone
 			}
 		}, ExitOK},
 		"empty diffs": {func(v *advisorv1alpha1.VirtPlatformConfig) {
 			for i := range v.Status.Items {
-				v.Status.Items[i].Diff = ""
+				v.Status.Items[i].Diff, v.Status.Items[i].Change = "", ""
 			}
 		}, ExitOK},
 		"completed plan": {func(v *advisorv1alpha1.VirtPlatformConfig) { *v = *completedConfig() }, ExitOK},
@@ -182,7 +182,7 @@ func TestPlanCommandExitCodes(t *testing.T) {
 
 func TestPlanOneItem(t *testing.T) {
 	vpc := reviewConfig()
-	vpc.Status.Items[0].Diff = noChanges
+	vpc.Status.Items[0].Diff, vpc.Status.Items[0].Change = "(no changes)", advisorv1alpha1.ChangeNone
 	var out bytes.Buffer
 	code, err := planView{vpc: vpc, item: "enable-load-aware-descheduling"}.render(&out)
 	if err != nil || code != ExitOK {

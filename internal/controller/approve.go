@@ -114,6 +114,7 @@ func (s *scope) approvalGiven() {
 	a.Required, a.Command = false, ""
 	a.ApprovedPlanHash = s.vpc.Status.PlanHash
 	a.ApprovedGeneration = s.vpc.Generation
+	a.CorrectionsOnly = false
 }
 
 // noApprovalNeeded clears the wait (the plan in status has nothing to approve).

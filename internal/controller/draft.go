@@ -26,6 +26,9 @@ type draftCause struct {
 	reason  string
 	message string
 	review  string
+	// showFirst: the plan is approved only by an approval given after it was shown, even
+	// when the spec already says Apply (a plan drafted after a failure).
+	showFirst bool
 }
 
 // rendering is a profile's render through a recorder, done once and used by the checks
@@ -39,7 +42,7 @@ type rendering struct {
 // render reads the prerequisites and renders the profile through one recorder, the reads a
 // draft makes, so a rendering and a draft record the same inputs.
 func (r *VirtPlatformConfigReconciler) render(ctx context.Context, s *scope) *rendering {
-	rec := r.newRecorder(s)
+	rec := plan.NewRecorder(r.APIReader)
 	missing, err := missingPrerequisites(ctx, rec, s.profile.Prerequisites(s.opts))
 	switch {
 	case err != nil:
@@ -76,7 +79,7 @@ func (r *VirtPlatformConfigReconciler) draft(ctx context.Context, s *scope, caus
 		return ctrl.Result{}, nil
 	}
 	if done == nil {
-		done = &rendering{rec: r.newRecorder(s)}
+		done = &rendering{rec: plan.NewRecorder(r.APIReader)}
 	}
 	missing, err := missingPrerequisites(ctx, done.rec, s.profile.Prerequisites(s.opts))
 	if err != nil {
@@ -96,7 +99,7 @@ func (r *VirtPlatformConfigReconciler) draft(ctx context.Context, s *scope, caus
 		}
 		return ctrl.Result{}, fmt.Errorf("render profile %s: %w", s.vpc.Spec.Profile, done.err)
 	}
-	p, err := r.engine(s).Draft(ctx, plan.Request{
+	p, err := r.Engine.Draft(ctx, plan.Request{
 		Profile: s.profileName(), Items: done.items, Recorder: done.rec,
 		Revision: st.PlanRevision + 1, Previous: st.Items,
 	})
@@ -119,12 +122,12 @@ func (r *VirtPlatformConfigReconciler) install(s *scope, p plan.Plan, revision i
 	applied := map[string]*advisorv1alpha1.AppliedRecord{}
 	for _, it := range st.Items {
 		if it.Applied != nil && it.Action != advisorv1alpha1.ItemActionRelease {
-			applied[it.Name+"\x00"+targetKeyOf(it.TargetRef).String()] = it.Applied
+			applied[it.Name+"\x00"+plan.KeyOf(it.TargetRef).String()] = it.Applied
 		}
 	}
 	for i := range p.Items {
 		it := &p.Items[i]
-		it.Applied = applied[it.Name+"\x00"+targetKeyOf(it.TargetRef).String()]
+		it.Applied = applied[it.Name+"\x00"+plan.KeyOf(it.TargetRef).String()]
 		t := s.now
 		it.LastTransitionTime = &t
 	}
@@ -173,7 +176,7 @@ func (r *VirtPlatformConfigReconciler) review(ctx context.Context, s *scope, cau
 		switch {
 		case it.State == advisorv1alpha1.ItemFailed:
 			rejected = append(rejected, fmt.Sprintf("%s: %s", it.Name, it.Message))
-		case it.State == advisorv1alpha1.ItemPending && it.Diff == plan.NoChanges:
+		case it.State == advisorv1alpha1.ItemPending && it.Change == advisorv1alpha1.ChangeNone:
 			s.setItemState(i, advisorv1alpha1.ItemPending, "already as planned: "+it.Message)
 		case it.State == advisorv1alpha1.ItemPending:
 			changes++
@@ -206,13 +209,16 @@ func (r *VirtPlatformConfigReconciler) review(ctx context.Context, s *scope, cau
 		msg = cause.message + "; " + msg
 	}
 	reason := cause.review
-	if others := otherProfilesInConflict(st.Items); len(others) > 0 {
-		// Fields another profile of this operator set to other values are taken only by a
-		// plan that showed them and was approved after that: an Apply given before (even at
-		// creation) does not count, or two profiles would silently take turns.
+	if cause.showFirst {
+		s.reviewBeforeApproval()
+	}
+	if owners := conflictOwners(st.Items); len(owners) > 0 {
+		// Fields another manager (another profile, GitOps, kubectl) set to other values are
+		// taken only by a plan that showed them and was approved after that: an Apply given
+		// before (even at creation) does not count.
 		s.reviewBeforeApproval()
 		msg += fmt.Sprintf("; it takes over fields that %s set(s) to other values (status.items[].conflicts), "+
-			"so only an approval given after this review applies it", strings.Join(others, ", "))
+			"so only an approval given after this review applies it", strings.Join(owners, ", "))
 		if cause.by != byOperator {
 			reason = advisorv1alpha1.ReasonFieldConflicts
 		}
@@ -279,7 +285,7 @@ func (r *VirtPlatformConfigReconciler) inputsChanged(ctx context.Context, s *sco
 	if hash == st.InputsHash {
 		return false, done, nil
 	}
-	same, err := r.engine(s).RendersSame(ctx, done.rec, s.profileName(), done.items, st.Items)
+	same, err := r.Engine.RendersSame(ctx, done.rec, s.profileName(), done.items, st.Items)
 	if err != nil {
 		return false, nil, err
 	}

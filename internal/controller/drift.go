@@ -107,14 +107,14 @@ func (r *VirtPlatformConfigReconciler) refreshDrift(ctx context.Context, s *scop
 		}
 		var dc plan.DriftCheck
 		if !ok {
-			err = &meta.NoKindMatchError{GroupKind: targetKeyOf(it.TargetRef).groupKind()}
+			err = &meta.NoKindMatchError{GroupKind: plan.KeyOf(it.TargetRef).GroupKind()}
 		} else {
-			dc, err = r.engine(s).CheckDrift(ctx, s.profileName(), it)
+			dc, err = r.Engine.CheckDrift(ctx, s.profileName(), it)
 		}
 		if meta.IsNoMatchError(err) {
-			gk := targetKeyOf(it.TargetRef)
+			gk := plan.KeyOf(it.TargetRef)
 			unavailable = append(unavailable, fmt.Sprintf("the cluster no longer serves %s, the kind of item %s's target: reinstall %s",
-				it.TargetRef.Kind, it.Name, targets.OperatorOf(gk.groupKind())))
+				it.TargetRef.Kind, it.Name, targets.OperatorOf(gk.GroupKind())))
 			continue
 		}
 		if err != nil {
@@ -130,7 +130,7 @@ func (r *VirtPlatformConfigReconciler) refreshDrift(ctx context.Context, s *scop
 		item := &st.Items[i]
 		if dc.InSync {
 			if it.State == advisorv1alpha1.ItemPending && isCorrection(it) {
-				item.Diff = plan.NoChanges
+				item.Diff, item.Change = plan.NoChanges, advisorv1alpha1.ChangeNone
 				item.Conflicts = nil
 				s.setItemState(i, advisorv1alpha1.ItemCompleted, "back in sync: the out-of-band change was reverted")
 				changed = true
@@ -139,7 +139,7 @@ func (r *VirtPlatformConfigReconciler) refreshDrift(ctx context.Context, s *scop
 		}
 		d.drifted = append(d.drifted, fmt.Sprintf("%s (%s %s: %s)", it.Name, it.TargetRef.Kind, it.TargetRef.Name, strings.Join(dc.ChangedPaths, ", ")))
 		if it.State != advisorv1alpha1.ItemPending || item.Diff != dc.Diff {
-			item.Diff, item.SnapshotHash, item.TargetHash, item.Conflicts = dc.Diff, dc.SnapshotHash, dc.TargetHash, dc.Conflicts
+			item.Diff, item.Change, item.SnapshotHash, item.TargetHash, item.Conflicts = dc.Diff, dc.Change, dc.SnapshotHash, dc.TargetHash, dc.Conflicts
 			// The correction is a new apply, with a new rollout baseline.
 			item.HealthBaseline = ""
 			s.setItemState(i, advisorv1alpha1.ItemPending, fmt.Sprintf(
@@ -162,7 +162,7 @@ func (r *VirtPlatformConfigReconciler) refreshDrift(ctx context.Context, s *scop
 // kind: a cached discovery answer would still name a kind whose CRD was just deleted.
 // Kinds outside the third-party registry are assumed served (their reads say otherwise).
 func (r *VirtPlatformConfigReconciler) kindServed(ctx context.Context, s *scope, ref advisorv1alpha1.TargetReference, seen map[string]bool) (bool, error) {
-	kind, known := targets.ByGroupKind(targetKeyOf(ref).groupKind())
+	kind, known := targets.ByGroupKind(plan.KeyOf(ref).GroupKind())
 	if !known {
 		return true, nil
 	}
@@ -171,7 +171,7 @@ func (r *VirtPlatformConfigReconciler) kindServed(ctx context.Context, s *scope,
 		return ok, nil
 	}
 	crd := &apiextensionsv1.CustomResourceDefinition{}
-	err := r.reader(s).Get(ctx, types.NamespacedName{Name: kind.CRD}, crd)
+	err := r.APIReader.Get(ctx, types.NamespacedName{Name: kind.CRD}, crd)
 	if client.IgnoreNotFound(err) != nil {
 		return false, fmt.Errorf("read CRD %s: %w", kind.CRD, err)
 	}
@@ -219,16 +219,20 @@ func (r *VirtPlatformConfigReconciler) settle(ctx context.Context, s *scope, dri
 			s.setPhase(advisorv1alpha1.PhaseDrifted, advisorv1alpha1.ReasonDriftDetected, msg)
 			return ctrl.Result{}, nil
 		}
-		if aggressive {
+		if aggressive && s.approval() != mismatched {
 			s.setPhase(advisorv1alpha1.PhaseDrifted, advisorv1alpha1.ReasonDriftDetected,
 				"drifted from the plan: "+strings.Join(drifted, "; ")+". Re-applying (bypassOptimisticLock)")
-			return r.correctDrift(ctx, s, drifted)
+			return r.correctDrift(s, drifted)
 		}
 		if s.approval() == approved {
 			return r.startExecution(ctx, s, true)
 		}
 		msg := "drifted from the plan: " + strings.Join(drifted, "; ") +
-			". Revert the change, or review the correction in status.items[].diff and approve it: " + s.requireApproval()
+			". Revert the change, or review the correction in status.items[].diff and approve it"
+		if upgrades := upgradeNames(st.Items); len(upgrades) > 0 {
+			msg += fmt.Sprintf(" (the approval also applies the pending change(s) of item(s) %s)", strings.Join(upgrades, ", "))
+		}
+		msg += ": " + s.requireApproval()
 		if s.approval() == mismatched {
 			s.noteMismatch()
 			s.setPhase(advisorv1alpha1.PhaseDrifted, advisorv1alpha1.ReasonApprovalMismatch, "drifted from the plan: "+strings.Join(drifted, "; ")+". "+s.mismatchMessage())
@@ -275,6 +279,17 @@ func otherProfilesInConflict(items []advisorv1alpha1.PlanItem) []string {
 	return out
 }
 
+// upgradeNames names the pending items that propose something new rather than correct drift.
+func upgradeNames(items []advisorv1alpha1.PlanItem) []string {
+	var out []string
+	for _, it := range items {
+		if it.State == advisorv1alpha1.ItemPending && !isCorrection(it) {
+			out = append(out, it.Name)
+		}
+	}
+	return out
+}
+
 func pendingNames(items []advisorv1alpha1.PlanItem) []string {
 	var out []string
 	for _, it := range items {
@@ -286,9 +301,10 @@ func pendingNames(items []advisorv1alpha1.PlanItem) []string {
 }
 
 // correctDrift re-applies drifted items in aggressive mode, at most as often as each
-// target's token bucket allows. Three throttle episodes in a row (a correction that does
-// not hold) stop it (Thrashing) until the spec changes; that stop is persisted.
-func (r *VirtPlatformConfigReconciler) correctDrift(ctx context.Context, s *scope, drifted []string) (ctrl.Result, error) {
+// target's token bucket allows: an execution of the corrections only (pending upgrades
+// and failed items still wait for review). Three throttle episodes in a row (a correction
+// that does not hold) stop it (Thrashing) until the spec changes; that stop is persisted.
+func (r *VirtPlatformConfigReconciler) correctDrift(s *scope, drifted []string) (ctrl.Result, error) {
 	st := &s.vpc.Status
 	if dc := st.DriftCorrection; dc != nil {
 		if dc.StoppedAtGeneration == s.vpc.Generation {
@@ -301,13 +317,13 @@ func (r *VirtPlatformConfigReconciler) correctDrift(ctx context.Context, s *scop
 	}
 	var keys []string
 	for _, it := range st.Items {
-		if it.State == advisorv1alpha1.ItemPending {
-			keys = append(keys, targetKeyOf(it.TargetRef).String())
+		if it.State == advisorv1alpha1.ItemPending && isCorrection(it) {
+			keys = append(keys, plan.KeyOf(it.TargetRef).String())
 		}
 	}
 	v := r.throttle().allow(s.vpc.Name, keys, s.now.Time)
 	if v.allowed {
-		return r.startExecution(ctx, s, false)
+		return startCorrections(s, len(keys)), nil
 	}
 	if v.newEpisode {
 		metrics.Throttled()
@@ -327,4 +343,18 @@ func (r *VirtPlatformConfigReconciler) correctDrift(ctx context.Context, s *scop
 	s.setPhase(advisorv1alpha1.PhaseDrifted, advisorv1alpha1.ReasonDriftDetected,
 		"drifted from the plan: "+strings.Join(drifted, "; ")+". Re-applying (bypassOptimisticLock) once the rate limit allows")
 	return ctrl.Result{RequeueAfter: v.wait}, nil
+}
+
+// startCorrections enters InProgress to re-apply the drifted items (bypassOptimisticLock).
+// The approval record says so (correctionsOnly): the write gate then writes only items
+// that restore what an approved execution applied.
+func startCorrections(s *scope, n int) ctrl.Result {
+	a := s.approvalStatus()
+	a.Required, a.Command = false, ""
+	a.ApprovedPlanHash = s.vpc.Status.PlanHash
+	a.ApprovedGeneration = s.vpc.Generation
+	a.CorrectionsOnly = true
+	s.setPhase(advisorv1alpha1.PhaseInProgress, advisorv1alpha1.ReasonExecuting,
+		fmt.Sprintf("re-applying %d drifted item(s) (bypassOptimisticLock); nothing else is applied without review", n))
+	return ctrl.Result{RequeueAfter: immediately}
 }

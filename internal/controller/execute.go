@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
 	"github.com/kubevirt/virt-advisor-operator/internal/metrics"
@@ -18,14 +17,9 @@ import (
 // startExecution enters InProgress (rule 4): unless the lock is bypassed (or the plan was
 // drafted in this very reconcile), every item about to be applied must find its target as
 // it was when the plan was drafted; otherwise the plan is drafted again for review.
-// Failed items are retried. The transition is persisted before anything is applied, and
-// with it the rollout baseline of the first item, read beside the targets (see prepare):
-// the first apply follows the transition's status write directly.
+// Failed items are retried. The transition is persisted before anything is applied.
 func (r *VirtPlatformConfigReconciler) startExecution(ctx context.Context, s *scope, checkLock bool) (ctrl.Result, error) {
 	st := &s.vpc.Status
-	if !planIntact(st) {
-		return r.refuseAltered(s), nil
-	}
 	for i, it := range st.Items {
 		switch it.State {
 		case advisorv1alpha1.ItemFailed:
@@ -38,7 +32,6 @@ func (r *VirtPlatformConfigReconciler) startExecution(ctx context.Context, s *sc
 			st.Items[i].WaitingSince = &t
 		}
 	}
-	first := r.firstBaselineAhead(s)
 	if checkLock && !s.vpc.Spec.BypassOptimisticLock {
 		stale, err := r.staleItems(ctx, s)
 		if err != nil {
@@ -51,14 +44,6 @@ func (r *VirtPlatformConfigReconciler) startExecution(ctx context.Context, s *sc
 	s.approvalGiven()
 	s.setPhase(advisorv1alpha1.PhaseInProgress, advisorv1alpha1.ReasonExecuting,
 		fmt.Sprintf("applying %d item(s) in order", countState(st.Items, advisorv1alpha1.ItemPending)))
-	if first >= 0 && st.Items[first].State == advisorv1alpha1.ItemPending {
-		// A read that fails here leaves the baseline to the next step, which reads it
-		// again before the apply: entering InProgress does not wait for it.
-		if _, _, err := r.prepare(ctx, s, first); err != nil {
-			logf.FromContext(ctx).V(1).Info("rollout baseline not read with the transition; the next step reads it",
-				"item", st.Items[first].Name, "error", err.Error())
-		}
-	}
 	return ctrl.Result{RequeueAfter: immediately}, nil
 }
 
@@ -77,6 +62,25 @@ func (r *VirtPlatformConfigReconciler) refuseAltered(s *scope) ctrl.Result {
 	return ctrl.Result{}
 }
 
+// refuseWrite stops the execution at item i because the write gate refused its write: the
+// item says which condition failed, an Event says it too, and the config waits for what
+// the condition needs (an approval of the plan shown, a matching pin) or, when the plan in
+// status cannot be trusted, fails.
+func (r *VirtPlatformConfigReconciler) refuseWrite(s *scope, i int, why *refusal) ctrl.Result {
+	it := s.vpc.Status.Items[i]
+	s.setItemState(i, advisorv1alpha1.ItemPending, "not written: "+why.condition)
+	s.noteItem(it.Name, corev1.EventTypeWarning, advisorv1alpha1.EventWriteRefused, "%s %s of item %s was not written: %s",
+		it.TargetRef.Kind, it.TargetRef.Name, it.Name, why.condition)
+	switch why.reason {
+	case advisorv1alpha1.ReasonPlanIntegrity:
+		return r.refuseAltered(s)
+	case advisorv1alpha1.ReasonApprovalMismatch:
+		return r.awaitMatchingPin(s, "not written: "+why.condition)
+	}
+	return r.awaitApproval(s, advisorv1alpha1.ReasonAwaitingApproval,
+		fmt.Sprintf("item %s was not written (%s): review status.items[].diff", it.Name, why.condition))
+}
+
 // staleItems names the Pending items whose target changed (or appeared or disappeared)
 // since the plan was drafted. A target that already holds the item's approved values,
 // owned by the profile, is the profile's own earlier apply, not a change.
@@ -86,7 +90,7 @@ func (r *VirtPlatformConfigReconciler) staleItems(ctx context.Context, s *scope)
 		if it.State != advisorv1alpha1.ItemPending {
 			continue
 		}
-		current, err := r.engine(s).Snapshot(ctx, s.profileName(), it)
+		current, err := r.Engine.Snapshot(ctx, s.profileName(), it)
 		if err != nil {
 			return nil, err
 		}
@@ -114,10 +118,7 @@ func (r *VirtPlatformConfigReconciler) redraftStale(ctx context.Context, s *scop
 // before the next one acts.
 func (r *VirtPlatformConfigReconciler) execute(ctx context.Context, s *scope) (ctrl.Result, error) {
 	st := &s.vpc.Status
-	if !planIntact(st) || s.approvalStatus().ApprovedPlanHash != st.PlanHash {
-		return r.refuseAltered(s), nil
-	}
-	i := nextItem(st.Items)
+	i := nextItem(s)
 	if i < 0 {
 		return r.finishExecution(ctx, s)
 	}
@@ -133,7 +134,6 @@ func (r *VirtPlatformConfigReconciler) execute(ctx context.Context, s *scope) (c
 		s.setItemState(i, advisorv1alpha1.ItemInProgress, "applying")
 	}
 	if !appliedInThisExecution(s, *item) {
-		r.baselineAhead(s, i)
 		if res, stop, err := r.applyItem(ctx, s, i); stop || err != nil {
 			return res, err
 		}
@@ -141,79 +141,14 @@ func (r *VirtPlatformConfigReconciler) execute(ctx context.Context, s *scope) (c
 	return r.checkItemHealth(ctx, s, i)
 }
 
-// pendingBaseline is the rollout baseline of an item, being read while the item before it
-// is applied.
-type pendingBaseline struct {
-	item     string
-	done     chan struct{}
-	baseline string
-	err      error
-}
-
-// baselineAhead starts reading the rollout baseline of the item after item i while item i
-// is applied, when item i rolls nothing out (its apply leaves the pools as they are): the
-// baseline read now is the one the next item would read after it, and still precedes that
-// item's own apply. It is used only if item i completes in this step (see prepare).
-func (r *VirtPlatformConfigReconciler) baselineAhead(s *scope, i int) {
-	items := s.vpc.Status.Items
-	if plan.NeedsBaseline(items[i]) {
-		return
-	}
-	for j := i + 1; j < len(items); j++ {
-		switch items[j].State {
-		case advisorv1alpha1.ItemCompleted, advisorv1alpha1.ItemFailed, advisorv1alpha1.ItemSkipped:
+// nextItem is the first item the execution has yet to finish; an execution of drift
+// corrections (approval.correctionsOnly) passes over the items that propose something new.
+func nextItem(s *scope) int {
+	correctionsOnly := s.approvalStatus().CorrectionsOnly
+	for j, it := range s.vpc.Status.Items {
+		if correctionsOnly && it.State == advisorv1alpha1.ItemPending && !isCorrection(it) {
 			continue
 		}
-		r.readBaselineAhead(s, items[j])
-		return
-	}
-}
-
-// firstBaselineAhead starts reading the rollout baseline of the item an execution starts
-// with, and returns that item's index (-1 when no item is left).
-func (r *VirtPlatformConfigReconciler) firstBaselineAhead(s *scope) int {
-	first := nextItem(s.vpc.Status.Items)
-	if first >= 0 {
-		r.readBaselineAhead(s, s.vpc.Status.Items[first])
-	}
-	return first
-}
-
-// readBaselineAhead starts reading the rollout baseline of a Pending item that needs one
-// and has none yet, for healthBaseline to take, unless that read is under way.
-func (r *VirtPlatformConfigReconciler) readBaselineAhead(s *scope, next advisorv1alpha1.PlanItem) {
-	if next.State != advisorv1alpha1.ItemPending || next.HealthBaseline != "" || !plan.NeedsBaseline(next) {
-		return
-	}
-	if p := s.baselineAhead; p != nil && p.item == next.Name {
-		return
-	}
-	p := &pendingBaseline{item: next.Name, done: make(chan struct{})}
-	s.baselineAhead = p
-	go func() {
-		defer close(p.done)
-		p.baseline, p.err = r.Engine.HealthBaseline(s.readCtx, next)
-	}()
-}
-
-// healthBaseline reads an item's rollout baseline, or takes the one read ahead for it.
-func (r *VirtPlatformConfigReconciler) healthBaseline(ctx context.Context, s *scope, item advisorv1alpha1.PlanItem) (string, error) {
-	if p := s.baselineAhead; p != nil && p.item == item.Name {
-		s.baselineAhead = nil
-		select {
-		case <-p.done:
-			if p.err == nil {
-				return p.baseline, nil
-			}
-		case <-ctx.Done():
-			return "", ctx.Err()
-		}
-	}
-	return r.Engine.HealthBaseline(ctx, item)
-}
-
-func nextItem(items []advisorv1alpha1.PlanItem) int {
-	for j, it := range items {
 		if it.State == advisorv1alpha1.ItemPending || it.State == advisorv1alpha1.ItemInProgress {
 			return j
 		}
@@ -237,11 +172,11 @@ func (r *VirtPlatformConfigReconciler) prepare(ctx context.Context, s *scope, i 
 	if !plan.NeedsBaseline(*item) || item.HealthBaseline != "" {
 		return ctrl.Result{}, false, nil
 	}
-	holds, err := r.engine(s).Holds(ctx, s.profileName(), *item)
+	holds, err := r.Engine.Holds(ctx, s.profileName(), *item)
 	if err != nil || holds {
 		return ctrl.Result{}, false, err
 	}
-	baseline, err := r.healthBaseline(ctx, s, *item)
+	baseline, err := r.Engine.HealthBaseline(ctx, *item)
 	if err != nil || baseline == "" {
 		return ctrl.Result{}, false, err
 	}
@@ -251,16 +186,13 @@ func (r *VirtPlatformConfigReconciler) prepare(ctx context.Context, s *scope, i 
 	return ctrl.Result{RequeueAfter: immediately}, true, nil
 }
 
-// applyItem applies item i after checking that the profile still renders exactly the
-// approved desired state. stop is set when the step ends here (stale, failed, redrafted).
+// applyItem writes item i through the write gate, with the item as the profile renders it
+// now (a release renders nothing: it writes no content). stop is set when the step ends
+// here (stale, failed, refused, redrafted).
 func (r *VirtPlatformConfigReconciler) applyItem(ctx context.Context, s *scope, i int) (ctrl.Result, bool, error) {
 	item := &s.vpc.Status.Items[i]
 	var rendered *plan.Item
-	// A drift correction re-applies what an earlier approved execution applied (its desired
-	// state hashes to the applied record); the profile may render differently from the
-	// drifted target, which is what the correction undoes. Anything else must still be
-	// exactly what the profile renders.
-	if item.Action != advisorv1alpha1.ItemActionRelease && !isCorrection(*item) {
+	if item.Action != advisorv1alpha1.ItemActionRelease {
 		done := r.render(ctx, s)
 		if done.err != nil {
 			if isPrerequisite(done.err) {
@@ -278,24 +210,9 @@ func (r *VirtPlatformConfigReconciler) applyItem(ctx context.Context, s *scope, 
 			return res, true, err
 		}
 	}
-	out, err := r.engine(s).ApplyItem(ctx, *item, plan.ApplyOptions{
-		Profile:       s.profileName(),
-		CheckSnapshot: !s.vpc.Spec.BypassOptimisticLock,
-		Force:         s.vpc.Spec.BypassOptimisticLock,
-		Rendered:      rendered,
-	})
-	// Whatever was read of the target before the apply is past now.
-	s.wroteTarget(item.TargetRef)
-	if out.Written != nil {
-		// The answer is the target as written: later reads of it, in this step and the
-		// next, start from it, the reads other configs kept of it are dropped, and the
-		// watch event of this write does not wake this config again.
-		for _, c := range s.caches() {
-			c.wrote(out.Written)
-		}
-		w := out.Written
-		r.memory.changed(time.Now(), w.GetNamespace(), w.GetName(), w.GetResourceVersion(), false)
-		r.memory.wrote(s.vpc.Name, objectVersion{kind: w.GetKind(), namespace: w.GetNamespace(), name: w.GetName()}, w.GetResourceVersion())
+	out, refused, err := r.writeItem(ctx, s, i, rendered)
+	if refused != nil {
+		return r.refuseWrite(s, i, refused), true, nil
 	}
 	if err != nil {
 		if plan.IsPermanent(err) {
@@ -305,6 +222,11 @@ func (r *VirtPlatformConfigReconciler) applyItem(ctx context.Context, s *scope, 
 		return ctrl.Result{}, true, err
 	}
 	switch {
+	case out.Unmanaged:
+		s.setItemState(i, advisorv1alpha1.ItemSkipped, fmt.Sprintf("not written: %s %s carries %s: %s, set right before the write",
+			item.TargetRef.Kind, item.TargetRef.Name, plan.ModeAnnotation, plan.ModeUnmanaged))
+		s.noteItem(item.Name, corev1.EventTypeNormal, advisorv1alpha1.EventItemUnmanaged, "item %s: %s", item.Name, item.Message)
+		return ctrl.Result{RequeueAfter: immediately}, true, nil
 	case out.Outdated:
 		res, err := r.redraftInputs(ctx, s, fmt.Sprintf("what the profile renders for item %s now differs from the approved plan", item.Name), nil)
 		return res, true, err
@@ -345,7 +267,6 @@ func (r *VirtPlatformConfigReconciler) applyItem(ctx context.Context, s *scope, 
 			// yet: the item shows what a check would show now, and the wait is persisted
 			// before the next step checks the pools.
 			item.Message = msg
-			r.memory.progressShown(s.vpc.Name, item.Name, s.now.Time)
 			return ctrl.Result{RequeueAfter: immediately}, true, nil
 		}
 	}
@@ -362,9 +283,7 @@ func (r *VirtPlatformConfigReconciler) checkItemHealth(ctx context.Context, s *s
 		timeout = s.vpc.Spec.WaitTimeout.Duration
 	}
 	since := item.WaitingSince.Time
-	e := *r.Engine
-	e.Reader = freshReader{Reader: r.Engine.Reader, reads: s.reads}
-	h, err := e.CheckHealth(ctx, *item, since, timeout, s.now.Time)
+	h, err := r.Engine.CheckHealth(ctx, *item, since, timeout, s.now.Time)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -377,7 +296,7 @@ func (r *VirtPlatformConfigReconciler) checkItemHealth(ctx context.Context, s *s
 		metrics.ItemSettled(s.now.Sub(since).Seconds())
 		return r.failItem(s, i, h.Message), nil
 	}
-	r.showProgress(s, i, h.Message)
+	item.Message = h.Message
 	wait := r.pollInterval()
 	if timeout > 0 {
 		if left := since.Add(timeout).Sub(s.now.Time); left < wait {
@@ -387,26 +306,10 @@ func (r *VirtPlatformConfigReconciler) checkItemHealth(ctx context.Context, s *s
 	return ctrl.Result{RequeueAfter: wait}, nil
 }
 
-// progressInterval is how often the message of an item waiting for its rollout may
-// change: a pool reports progress in many small writes, and each new message shown is a
-// status write.
-const progressInterval = time.Second
-
-// showProgress shows the progress of a waiting item, unless this process changed its
-// progress message less than progressInterval ago: the newer message is then shown by the
-// next check (the next event, or the health poll). The first message of a wait is always
-// shown, and the state of an item is never held back, only this message.
-func (r *VirtPlatformConfigReconciler) showProgress(s *scope, i int, message string) {
-	item := &s.vpc.Status.Items[i]
-	if item.Message != message && r.memory.progressDue(s.vpc.Name, item.Name, s.now.Time) {
-		item.Message = message
-	}
-}
-
 // afterItem goes on after an item finished: the next item is prepared in the same step,
 // or the execution finishes.
 func (r *VirtPlatformConfigReconciler) afterItem(ctx context.Context, s *scope) (ctrl.Result, error) {
-	j := nextItem(s.vpc.Status.Items)
+	j := nextItem(s)
 	if j < 0 {
 		return r.finishExecution(ctx, s)
 	}
@@ -460,6 +363,10 @@ func (r *VirtPlatformConfigReconciler) finishExecution(ctx context.Context, s *s
 	if d.unavailable != "" || d.controlsChanged || len(d.drifted) > 0 {
 		return r.judgeApplied(ctx, s, d)
 	}
+	if s.approvalStatus().CorrectionsOnly {
+		// Items that propose something new were passed over: they still wait for review.
+		return r.settle(ctx, s, nil)
+	}
 	changed, _, err := r.inputsChanged(ctx, s)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -490,8 +397,21 @@ func (r *VirtPlatformConfigReconciler) completeExecution(s *scope) ctrl.Result {
 }
 
 // retry leaves Failed. A failed item is retried once the retry is approved; a plan that
-// could not be drafted or was refused is drafted again when the spec is touched.
+// could not be drafted or was refused is drafted again when the spec is touched, and
+// shown before it runs. The targets applied before the failure are still watched for drift.
 func (r *VirtPlatformConfigReconciler) retry(ctx context.Context, s *scope) (ctrl.Result, error) {
+	st := &s.vpc.Status
+	if hasApplied(st.Items) {
+		before := st.PlanHash
+		d, err := r.refreshDrift(ctx, s)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if st.PlanHash != before {
+			r.failedDrift(s, d.drifted)
+			return ctrl.Result{}, nil
+		}
+	}
 	if s.approvalStatus().Required {
 		switch s.approval() {
 		case approved:
@@ -505,7 +425,28 @@ func (r *VirtPlatformConfigReconciler) retry(ctx context.Context, s *scope) (ctr
 		return ctrl.Result{}, nil
 	}
 	return r.draft(ctx, s, draftCause{by: byUser, reason: advisorv1alpha1.ReasonRetry,
-		message: "the spec was touched: drafting a fresh plan", review: advisorv1alpha1.ReasonAwaitingApproval}, nil)
+		message: "the spec was touched: drafting a fresh plan", review: advisorv1alpha1.ReasonAwaitingApproval, showFirst: true}, nil)
+}
+
+// failedDrift reports drift (or its reversal) of targets a failed execution applied: the
+// config stays Failed, and the retry it offers now also carries the corrections.
+func (r *VirtPlatformConfigReconciler) failedDrift(s *scope, drifted []string) {
+	what := "the out-of-band change of an applied target was reverted"
+	if len(drifted) > 0 {
+		metrics.DriftDetected()
+		what = "applied target(s) drifted: " + strings.Join(drifted, "; ")
+		s.note(corev1.EventTypeWarning, advisorv1alpha1.ReasonDriftDetected, "while Failed, %s", what)
+	}
+	var failed []string
+	for _, it := range s.vpc.Status.Items {
+		if it.State == advisorv1alpha1.ItemFailed {
+			failed = append(failed, it.Name)
+		}
+	}
+	cmd := s.requireApproval()
+	s.setPhase(advisorv1alpha1.PhaseFailed, advisorv1alpha1.ReasonItemFailed, fmt.Sprintf(
+		"item(s) %s failed (see their messages), and since then %s; status.items[].diff shows the corrections. "+
+			"Fix the cause, then approve the retry, which applies them too: %s", strings.Join(failed, ", "), what, cmd))
 }
 
 func countState(items []advisorv1alpha1.PlanItem, state advisorv1alpha1.ItemState) int {

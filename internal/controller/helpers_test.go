@@ -230,6 +230,14 @@ func conditionReason(vpc *advisorv1alpha1.VirtPlatformConfig, t string) string {
 	return c.Reason
 }
 
+// conditionText returns the reason and message of condition t.
+func conditionText(vpc *advisorv1alpha1.VirtPlatformConfig, t string) (string, string) {
+	GinkgoHelper()
+	c := meta.FindStatusCondition(vpc.Status.Conditions, t)
+	Expect(c).NotTo(BeNil())
+	return c.Reason, c.Message
+}
+
 // eventReasons lists the reasons of the Events about the config, oldest first.
 func eventReasons() []string {
 	GinkgoHelper()

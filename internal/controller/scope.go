@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"context"
 	"fmt"
 	"strings"
 
@@ -35,22 +34,6 @@ type scope struct {
 	transitions     []transition
 	notes           []note
 	now             metav1.Time
-
-	// reads serves this reconcile's reads (profile renderings, prerequisites, CRDs);
-	// engineReads the plan engine's reads of targets: the same cache when both read
-	// through one reader.
-	reads, engineReads *readCache
-	// readCtx bounds the reads sent ahead; it ends with the reconcile.
-	readCtx      context.Context
-	stopReads    context.CancelFunc
-	readsStarted bool
-	// rendered is set when this reconcile rendered the profile.
-	rendered bool
-	// baselineAhead is the next item's rollout baseline, read while an item is applied.
-	baselineAhead *pendingBaseline
-	// eventsSeen is the sequence number of the last watch event before this reconcile
-	// started (see memory.carry).
-	eventsSeen uint64
 }
 
 type transition struct {
@@ -65,50 +48,20 @@ type note struct {
 	eventType, reason, action, message string
 }
 
-func (r *VirtPlatformConfigReconciler) newScope(ctx context.Context, vpc *advisorv1alpha1.VirtPlatformConfig) *scope {
+func (r *VirtPlatformConfigReconciler) newScope(vpc *advisorv1alpha1.VirtPlatformConfig) *scope {
 	s := &scope{
 		vpc:           vpc,
 		before:        vpc.DeepCopy(),
 		newGeneration: vpc.Generation != vpc.Status.ObservedGeneration,
 		startPhase:    vpc.Status.Phase,
 		now:           metav1.NewTime(r.now()),
-		reads:         newReadCache(r.profileReader()),
 	}
-	s.engineReads = s.reads
-	if !sameReader(r.APIReader, r.Engine.Reader) {
-		s.engineReads = newReadCache(r.Engine.Reader)
-	}
-	if vpc.Status.Phase == advisorv1alpha1.PhaseInProgress {
-		// The steps of an execution list from the API server's watch cache (see
-		// readSpec.read). Drafts, the optimistic-lock check on entering InProgress and the
-		// checks of an applied plan list consistently.
-		for _, c := range s.caches() {
-			c.listsFromWatchCache = true
-		}
-	}
-	var carried *carriedReads
-	carried, s.eventsSeen = r.memory.takeCarried(vpc, s.now.Time)
-	if carried != nil {
-		s.reads.seed(carried.reads)
-		if s.engineReads != s.reads {
-			s.engineReads.seed(carried.engineReads)
-		}
-	}
-	s.readCtx, s.stopReads = context.WithCancel(ctx)
 	if p, ok := r.Profiles.Get(vpc.Spec.Profile); ok {
 		s.profile = p
 		s.opts = p.Defaults(vpc.Spec.Options)
 	}
 	s.specHash = planSpecHash(vpc.Spec, s.opts)
 	return s
-}
-
-// caches are this reconcile's read caches, each once.
-func (s *scope) caches() []*readCache {
-	if s.engineReads == s.reads {
-		return []*readCache{s.reads}
-	}
-	return []*readCache{s.reads, s.engineReads}
 }
 
 // profileName is the config's profile as the plan engine names it.

@@ -41,8 +41,8 @@ func primaryCondition(p advisorv1alpha1.Phase) string {
 	return advisorv1alpha1.ConditionReady
 }
 
-// holds tells which conditions are True in a phase.
-func holds(p advisorv1alpha1.Phase) map[string]bool {
+// trueConditions tells which conditions are True in a phase.
+func trueConditions(p advisorv1alpha1.Phase) map[string]bool {
 	h := map[string]bool{primaryCondition(p): true}
 	switch p {
 	case advisorv1alpha1.PhasePending:
@@ -66,7 +66,7 @@ func syncConditions(vpc *advisorv1alpha1.VirtPlatformConfig, reason, message str
 	if phase == "" {
 		return
 	}
-	true_ := holds(phase)
+	isTrue := trueConditions(phase)
 	primary := primaryCondition(phase)
 	for _, t := range allConditionTypes {
 		c := metav1.Condition{
@@ -75,7 +75,7 @@ func syncConditions(vpc *advisorv1alpha1.VirtPlatformConfig, reason, message str
 			Reason:             string(phase),
 			ObservedGeneration: st.ObservedGeneration,
 		}
-		if true_[t] {
+		if isTrue[t] {
 			c.Status = metav1.ConditionTrue
 			c.Reason, c.Message = reason, message
 			if t != primary {
@@ -140,13 +140,33 @@ func summarize(st *advisorv1alpha1.VirtPlatformConfigStatus) {
 // errStatusConflict: the status write found the config changed since it was read.
 var errStatusConflict = errors.New("the VirtPlatformConfig changed since it was read")
 
-// persist finishes the status (observed generation, conditions, summary), writes it with
-// one merge patch guarded by the resourceVersion that was read (a deposed leader or a
-// stale read never overwrites a newer status), records the Events of the transitions and
-// updates the watches and metrics. A failed step does not advance observedGeneration, so
-// the next attempt still sees the spec change as new. Nothing is written when nothing
-// changed.
+// errConfigGone: the status write found the config deleted.
+var errConfigGone = errors.New("the VirtPlatformConfig was deleted")
+
+// persist writes what a step did (see writeStatus), then records the Events of its
+// transitions and updates the watches and metrics. A failed step does not advance
+// observedGeneration, so the next attempt still sees the spec change as new.
 func (r *VirtPlatformConfigReconciler) persist(ctx context.Context, s *scope, stepSucceeded bool) error {
+	if err := r.finishStatus(ctx, s, stepSucceeded); err != nil && !errors.Is(err, errConfigGone) {
+		return err
+	}
+	s.recordEvents(r.Recorder)
+	r.watches.track(s.vpc)
+	metrics.Observe(s.vpc)
+	return nil
+}
+
+// writeStatus persists the status as the step has it so far, before a write it
+// authorizes (see writeItem).
+func (r *VirtPlatformConfigReconciler) writeStatus(ctx context.Context, s *scope) error {
+	return r.finishStatus(ctx, s, true)
+}
+
+// finishStatus fills the derived status fields (observed generation, conditions, summary)
+// and writes the status with one merge patch guarded by the resourceVersion it was read
+// at, so a deposed leader or a stale read never overwrites a newer status. Nothing is
+// written when nothing changed.
+func (r *VirtPlatformConfigReconciler) finishStatus(ctx context.Context, s *scope, stepSucceeded bool) error {
 	vpc := s.vpc
 	if stepSucceeded {
 		vpc.Status.ObservedGeneration = vpc.Generation
@@ -157,26 +177,19 @@ func (r *VirtPlatformConfigReconciler) persist(ctx context.Context, s *scope, st
 	}
 	syncConditions(vpc, reason, message)
 	summarize(&vpc.Status)
-	if !equality.Semantic.DeepEqual(s.before.Status, vpc.Status) {
-		patch := client.MergeFromWithOptions(s.before, client.MergeFromWithOptimisticLock{})
-		if err := r.Client.Status().Patch(ctx, vpc, patch); err != nil {
-			// What the write did is unknown, or somebody else wrote the config: the next
-			// reconcile reads it uncached.
-			r.memory.doubt(vpc.Name)
-			switch {
-			case apierrors.IsNotFound(err):
-				return nil
-			case apierrors.IsConflict(err):
-				return errStatusConflict
-			}
-			return fmt.Errorf("patch status of VirtPlatformConfig %s: %w", vpc.Name, err)
-		}
-		// The answer is the config as written: the next reconcile starts from it when the
-		// cache has not caught up yet.
-		r.memory.saw(vpc)
+	if equality.Semantic.DeepEqual(s.before.Status, vpc.Status) {
+		return nil
 	}
-	s.recordEvents(r.Recorder)
-	r.watches.track(vpc)
-	metrics.Observe(vpc)
+	patch := client.MergeFromWithOptions(s.before, client.MergeFromWithOptimisticLock{})
+	if err := r.Client.Status().Patch(ctx, vpc, patch); err != nil {
+		switch {
+		case apierrors.IsNotFound(err):
+			return errConfigGone
+		case apierrors.IsConflict(err):
+			return errStatusConflict
+		}
+		return fmt.Errorf("patch status of VirtPlatformConfig %s: %w", vpc.Name, err)
+	}
+	s.before = vpc.DeepCopy()
 	return nil
 }

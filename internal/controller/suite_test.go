@@ -67,7 +67,9 @@ var (
 func startManager() {
 	GinkgoHelper()
 	operatorCfg := rest.CopyConfig(restConfig)
-	operatorCfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return requests.wrap(faults.wrap(rt)) })
+	operatorCfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return requests.wrap(oracle.wrap(hooks.wrap(faults.wrap(rt))))
+	})
 	mgr, err := ctrl.NewManager(operatorCfg, ctrl.Options{
 		Scheme:                 testenv.Scheme(),
 		Cache:                  controller.CacheOptions(),

@@ -27,7 +27,7 @@ func (r *VirtPlatformConfigReconciler) checkUpgrade(ctx context.Context, s *scop
 		}
 		return ctrl.Result{}, fmt.Errorf("render profile %s for the upgrade check: %w", s.vpc.Spec.Profile, done.err)
 	}
-	p, err := r.engine(s).Draft(ctx, plan.Request{
+	p, err := r.Engine.Draft(ctx, plan.Request{
 		Profile: s.profileName(), Items: done.items, Recorder: done.rec,
 		Revision: st.PlanRevision + 1, Previous: st.Items,
 	})

@@ -13,8 +13,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
-	"sync"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -43,18 +41,20 @@ const (
 	// prerequisiteRecheck is how often a config whose prerequisites are missing looks
 	// again, besides reacting to CRD events.
 	prerequisiteRecheck = 5 * time.Minute
-	// immediately requeues at once to take the next step after persisting this one: each
-	// step is its own reconcile (one status write each), with no fixed delay between them.
+	// immediately asks for the next step right after this one is persisted: Reconcile
+	// takes it at once, or the next reconcile does.
 	immediately = time.Nanosecond
+	// maxStepsPerReconcile bounds the steps one reconcile takes in a row, so one config
+	// never holds a worker for long.
+	maxStepsPerReconcile = 20
 )
 
 // VirtPlatformConfigReconciler runs the state machine of VirtPlatformConfigs.
 type VirtPlatformConfigReconciler struct {
-	// Client writes status; its reads come from the cache.
+	// Client writes status and Events; its reads come from the cache.
 	Client client.Client
-	// APIReader reads uncached: the config when the cache is not known to be current (see
-	// readConfig) and everything a profile renders from (CRDs once per change of their
-	// resourceVersion, see crdReader).
+	// APIReader reads uncached: the config at the start of a reconcile and everything a
+	// profile renders from.
 	APIReader client.Reader
 	// Profiles are the profiles this operator ships.
 	Profiles *profiles.Registry
@@ -72,10 +72,7 @@ type VirtPlatformConfigReconciler struct {
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 
-	watches  *watches
-	memory   memory
-	crds     *crdReader
-	crdsOnce sync.Once
+	watches *watches
 }
 
 // +kubebuilder:rbac:groups=advisor.kubevirt.io,resources=virtplatformconfigs,verbs=get;list;watch;create
@@ -84,15 +81,16 @@ type VirtPlatformConfigReconciler struct {
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // The permissions on the kinds a profile reads and writes are declared by the profile.
 
-// Reconcile takes the config one step through its state machine and writes its status
-// at most once, only when it changed, guarded by the resourceVersion it read. A step that
-// needs another one right after its write (see immediately) is taken by the next
-// reconcile, which starts from the config as written (see readConfig).
+// Reconcile takes the config through its state machine, one step after the other, until
+// a step waits (for an approval, a rollout, an event). The config is read once, uncached,
+// so a step never starts from a status older than the operator's own last write; each
+// step's status is written with a patch guarded by the resourceVersion it started from,
+// before anything the step authorizes is written outside the config (see writeItem). A
+// status written by somebody else meanwhile ends the reconcile: the next one starts
+// from a fresh read.
 func (r *VirtPlatformConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	r.memory.begin(req.Name)
-	defer r.memory.end(req.Name)
-	vpc, err := r.readConfig(ctx, req.NamespacedName)
-	if err != nil {
+	vpc := &advisorv1alpha1.VirtPlatformConfig{}
+	if err := r.APIReader.Get(ctx, req.NamespacedName, vpc); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.forget(req.Name)
 			return ctrl.Result{}, nil
@@ -104,41 +102,24 @@ func (r *VirtPlatformConfigReconciler) Reconcile(ctx context.Context, req ctrl.R
 		r.forget(req.Name)
 		return ctrl.Result{}, nil
 	}
-	s := r.newScope(ctx, vpc)
-	defer s.stopReads()
-	result, err := r.step(ctx, s)
-	if s.rendered {
-		r.memory.rendered(req.Name, s.reads.usedReads())
-	}
-	if perr := r.persist(ctx, s, err == nil); perr != nil {
-		if errors.Is(perr, errStatusConflict) {
-			// Somebody else wrote the config since it was read (the user, or another
-			// replica): take the step again from a fresh read, once, without backoff.
-			logf.FromContext(ctx).V(1).Info("status changed since it was read; reconciling again", "config", req.Name)
-			return ctrl.Result{RequeueAfter: immediately}, nil
+	for steps := 0; ; steps++ {
+		s := r.newScope(vpc)
+		result, err := r.step(ctx, s)
+		if perr := r.persist(ctx, s, err == nil); perr != nil {
+			if errors.Is(perr, errStatusConflict) {
+				logf.FromContext(ctx).V(1).Info("the config changed since it was read; reconciling again", "config", req.Name)
+				return ctrl.Result{RequeueAfter: immediately}, nil
+			}
+			return ctrl.Result{}, perr
 		}
-		return ctrl.Result{}, perr
+		if err != nil || result.RequeueAfter != immediately {
+			return result, err
+		}
+		if steps == maxStepsPerReconcile {
+			return result, nil
+		}
+		vpc = s.vpc
 	}
-	if err == nil {
-		r.memory.read(req.Name, s.caches()...)
-	}
-	r.carryReads(s, err == nil && result.RequeueAfter == immediately)
-	return result, err
-}
-
-// carryReads keeps what a step of an execution read, and wrote, for the step taken right
-// after it (see carriedReads). A step that waits (for a rollout) carries nothing: the step
-// after a wait reads afresh.
-func (r *VirtPlatformConfigReconciler) carryReads(s *scope, goesOn bool) {
-	if !goesOn || s.vpc.Status.Phase != advisorv1alpha1.PhaseInProgress {
-		return // what the step before carried was taken by this one (takeCarried)
-	}
-	c := &carriedReads{at: s.now.Time, uid: s.vpc.UID, generation: s.vpc.Generation, planHash: s.vpc.Status.PlanHash,
-		reads: s.reads.answers()}
-	if s.engineReads != s.reads {
-		c.engineReads = s.engineReads.answers()
-	}
-	r.memory.carry(s.vpc.Name, c, s.eventsSeen)
 }
 
 // step dispatches on the phase. Every path ends in exactly one phase.
@@ -200,11 +181,6 @@ func (r *VirtPlatformConfigReconciler) step(ctx context.Context, s *scope) (ctrl
 // awaitReview waits in ReviewRequired for the approval. A change of what the plan was
 // rendered from redrafts it first, so what is approved is what the profile renders now.
 func (r *VirtPlatformConfigReconciler) awaitReview(ctx context.Context, s *scope) (ctrl.Result, error) {
-	if s.approval() == approved {
-		// Read beside the inputs and targets: the execution about to start persists it
-		// with its first transition.
-		r.firstBaselineAhead(s)
-	}
 	if changed, done, err := r.inputsChanged(ctx, s); err != nil || changed {
 		if err != nil {
 			return ctrl.Result{}, err
@@ -217,7 +193,7 @@ func (r *VirtPlatformConfigReconciler) awaitReview(ctx context.Context, s *scope
 	// An approved plan is checked against the annotations by its apply; one waiting for
 	// review is redrafted when they change, so the plan shown is the one they ask for.
 	for _, it := range s.vpc.Status.Items {
-		changed, err := r.engine(s).ControlsChanged(ctx, it)
+		changed, err := r.Engine.ControlsChanged(ctx, it)
 		if meta.IsNoMatchError(err) {
 			continue // the kind went away: the redraft at approval reports it
 		}
@@ -229,12 +205,11 @@ func (r *VirtPlatformConfigReconciler) awaitReview(ctx context.Context, s *scope
 		}
 	}
 	if s.approval() == mismatched {
-		if !s.newGeneration && s.vpc.Status.Phase == advisorv1alpha1.PhaseReviewRequired {
-			// Neither the pin nor the plan changed since the mismatch was shown: what it
-			// says (with why the plan changed under the pin) stays as it is.
-			if reason, _ := shownText(s.vpc); reason == advisorv1alpha1.ReasonApprovalMismatch {
-				return ctrl.Result{}, nil
-			}
+		if !s.newGeneration && s.before.Status.PlanHash == s.vpc.Status.PlanHash {
+			// Neither the pin nor the plan changed since the mismatch was shown (the spec
+			// was observed with this plan): what it says, with why the plan changed under
+			// the pin, stays as it is.
+			return ctrl.Result{}, nil
 		}
 		return r.awaitMatchingPin(s, ""), nil
 	}
@@ -266,7 +241,6 @@ func (r *VirtPlatformConfigReconciler) ignore(s *scope) (ctrl.Result, error) {
 }
 
 func (r *VirtPlatformConfigReconciler) forget(name string) {
-	r.memory.forget(name)
 	r.watches.forget(name)
 	r.throttle().forget(name)
 	metrics.Forget(name)
@@ -316,19 +290,7 @@ func (r *VirtPlatformConfigReconciler) SetupWithManager(mgr ctrl.Manager) error 
 	}
 	r.watches = newWatches(c, mgr.GetRESTMapper(), rest.CopyConfig(mgr.GetConfig()), mgr.GetHTTPClient(), mgr.GetScheme(),
 		mgr.GetLogger().WithName("watches"))
-	r.watches.observe = func(namespace, name, resourceVersion string, deleted bool) {
-		r.memory.changed(time.Now(), namespace, name, resourceVersion, deleted)
-	}
-	r.watches.wake = r.memory.wake
-	if err := mgr.Add(r.watches); err != nil {
-		return err
-	}
-	crds := make([]string, 0, len(watchedCRDs))
-	for name := range watchedCRDs {
-		crds = append(crds, name)
-	}
-	sort.Strings(crds)
-	return mgr.Add(crdWarmup{reader: r.crdCache(), crds: crds})
+	return mgr.Add(r.watches)
 }
 
 // CRDMetadata is the metadata-only object the controller watches CRDs with.

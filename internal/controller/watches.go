@@ -29,28 +29,6 @@ import (
 	"github.com/kubevirt/virt-advisor-operator/internal/targets"
 )
 
-// targetKey names a plan target or input independently of the API version it is read at.
-type targetKey struct {
-	Group, Kind, Namespace, Name string
-}
-
-func targetKeyOf(ref advisorv1alpha1.TargetReference) targetKey {
-	gv, _ := schema.ParseGroupVersion(ref.APIVersion)
-	return targetKey{Group: gv.Group, Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name}
-}
-
-func (k targetKey) groupKind() schema.GroupKind {
-	return schema.GroupKind{Group: k.Group, Kind: k.Kind}
-}
-
-func (k targetKey) String() string {
-	gk := k.groupKind().String()
-	if k.Namespace != "" {
-		return gk + " " + k.Namespace + "/" + k.Name
-	}
-	return gk + " " + k.Name
-}
-
 // watches watches what the current plans depend on, metadata only, registered while the
 // manager runs (a CRD installed later needs no restart):
 //   - targets, through one cache per managed kind that lists only the objects carrying the
@@ -71,15 +49,10 @@ type watches struct {
 	scheme     *runtime.Scheme
 	log        logr.Logger
 
-	// observe is told of every event of a target or input; wake decides whether, and when,
-	// an event wakes a config whose plan names its object (see memory.wake).
-	observe func(namespace, name, resourceVersion string, deleted bool)
-	wake    func(config string, obj objectVersion, resourceVersion string, deleted bool, wake func())
-
 	kinds    map[schema.GroupKind]context.CancelFunc
-	inputs   map[targetKey]*inputWatch
-	configs  map[targetKey]map[string]bool
-	byConfig map[string][]targetKey
+	inputs   map[plan.TargetKey]*inputWatch
+	configs  map[plan.TargetKey]map[string]bool
+	byConfig map[string][]plan.TargetKey
 }
 
 // inputWatch is the cache of one input.
@@ -93,9 +66,9 @@ func newWatches(c controller.Controller, mapper meta.RESTMapper, cfg *rest.Confi
 	return &watches{
 		ctrl: c, mapper: mapper, cfg: cfg, httpClient: httpClient, scheme: scheme, log: log,
 		kinds:    map[schema.GroupKind]context.CancelFunc{},
-		inputs:   map[targetKey]*inputWatch{},
-		configs:  map[targetKey]map[string]bool{},
-		byConfig: map[string][]targetKey{},
+		inputs:   map[plan.TargetKey]*inputWatch{},
+		configs:  map[plan.TargetKey]map[string]bool{},
+		byConfig: map[string][]plan.TargetKey{},
 	}
 }
 
@@ -116,10 +89,10 @@ func (w *watches) track(vpc *advisorv1alpha1.VirtPlatformConfig) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	name := vpc.Name
-	var keys []targetKey
-	var inputs []targetKey
+	var keys []plan.TargetKey
+	var inputs []plan.TargetKey
 	for _, it := range vpc.Status.Items {
-		k := targetKeyOf(it.TargetRef)
+		k := plan.KeyOf(it.TargetRef)
 		switch {
 		case it.State == advisorv1alpha1.ItemSkipped && it.ControlsHash != "":
 			// Opted out by an annotation: it carries no managed-by label, so it is watched
@@ -138,18 +111,18 @@ func (w *watches) track(vpc *advisorv1alpha1.VirtPlatformConfig) {
 	if waitsForRollout(vpc) {
 		// A rollout is judged from the MachineConfigPools: any change of a pool wakes the
 		// config at once, instead of at the next health poll.
-		inputs = append(inputs, targetKey{Group: targets.MachineConfigPool.GVK.Group, Kind: targets.MachineConfigPool.GVK.Kind})
+		inputs = append(inputs, plan.TargetKey{Group: targets.MachineConfigPool.GVK.Group, Kind: targets.MachineConfigPool.GVK.Kind})
 	}
 	for _, in := range vpc.Status.Inputs {
 		if gv, _ := schema.ParseGroupVersion(in.APIVersion); gv.Group == "apiextensions.k8s.io" {
 			continue // CRDs are watched by the controller itself.
 		}
-		inputs = append(inputs, targetKeyOf(advisorv1alpha1.TargetReference{APIVersion: in.APIVersion, Kind: in.Kind, Namespace: in.Namespace, Name: in.Name}))
+		inputs = append(inputs, plan.KeyOf(advisorv1alpha1.TargetReference{APIVersion: in.APIVersion, Kind: in.Kind, Namespace: in.Namespace, Name: in.Name}))
 	}
 	w.untrackLocked(name)
 	for _, k := range keys {
 		w.addConfigLocked(k, name)
-		w.watchKindLocked(k.groupKind())
+		w.watchKindLocked(k.GroupKind())
 	}
 	for _, k := range inputs {
 		w.addConfigLocked(k, name)
@@ -168,14 +141,14 @@ func waitsForRollout(vpc *advisorv1alpha1.VirtPlatformConfig) bool {
 		if it.State != advisorv1alpha1.ItemPending && it.State != advisorv1alpha1.ItemInProgress {
 			continue
 		}
-		if it.Action != advisorv1alpha1.ItemActionRelease && targets.RollsOut(targetKeyOf(it.TargetRef).groupKind()) {
+		if it.Action != advisorv1alpha1.ItemActionRelease && targets.RollsOut(plan.KeyOf(it.TargetRef).GroupKind()) {
 			return true
 		}
 	}
 	return false
 }
 
-func (w *watches) addConfigLocked(k targetKey, config string) {
+func (w *watches) addConfigLocked(k plan.TargetKey, config string) {
 	if w.configs[k] == nil {
 		w.configs[k] = map[string]bool{}
 	}
@@ -248,8 +221,8 @@ func (w *watches) watchKindLocked(gk schema.GroupKind) {
 	}()
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(mapping.GroupVersionKind)
-	keyOf := func(o client.Object) targetKey {
-		return targetKey{Group: gk.Group, Kind: gk.Kind, Namespace: o.GetNamespace(), Name: o.GetName()}
+	keyOf := func(o client.Object) plan.TargetKey {
+		return plan.TargetKey{Group: gk.Group, Kind: gk.Kind, Namespace: o.GetNamespace(), Name: o.GetName()}
 	}
 	if err := w.ctrl.Watch(w.source(c, obj, keyOf, false)); err != nil {
 		stop()
@@ -289,7 +262,7 @@ func (w *watches) crdChanged(crdName string) {
 
 // watchInputLocked starts a metadata-only cache for one input: selected by name for a
 // single object, the whole kind (in its namespace) for a list.
-func (w *watches) watchInputLocked(k targetKey, config string) {
+func (w *watches) watchInputLocked(k plan.TargetKey, config string) {
 	if in, ok := w.inputs[k]; ok {
 		in.configs[config] = true
 		return
@@ -297,7 +270,7 @@ func (w *watches) watchInputLocked(k targetKey, config string) {
 	if w.ctx == nil {
 		return // not started yet; the next reconcile registers it
 	}
-	mapping, err := w.mapper.RESTMapping(k.groupKind())
+	mapping, err := w.mapper.RESTMapping(k.GroupKind())
 	if err != nil {
 		w.log.V(1).Info("not watching an input the cluster does not serve", "input", k.String(), "reason", err.Error())
 		return
@@ -322,12 +295,12 @@ func (w *watches) watchInputLocked(k targetKey, config string) {
 	}()
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(mapping.GroupVersionKind)
-	gk := k.groupKind()
-	keyOf := func(o client.Object) targetKey {
+	gk := k.GroupKind()
+	keyOf := func(o client.Object) plan.TargetKey {
 		if k.Name == "" {
 			return k // a list input: any object of the kind counts
 		}
-		return targetKey{Group: gk.Group, Kind: gk.Kind, Namespace: o.GetNamespace(), Name: o.GetName()}
+		return plan.TargetKey{Group: gk.Group, Kind: gk.Kind, Namespace: o.GetNamespace(), Name: o.GetName()}
 	}
 	// A node's labels are its hardware facts; its heartbeats and annotations change nothing
 	// a plan depends on, and in a large cluster they never stop.
@@ -348,7 +321,7 @@ func (w *watches) watchInputLocked(k targetKey, config string) {
 // check. An informer hands the objects it holds to a handler added while it runs, so
 // nothing is missed either way. With labelsOnly, an update that leaves the labels as they
 // were is dropped.
-func (w *watches) source(c cache.Cache, obj client.Object, keyOf func(client.Object) targetKey,
+func (w *watches) source(c cache.Cache, obj client.Object, keyOf func(client.Object) plan.TargetKey,
 	labelsOnly bool) source.Source {
 	return source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 		inf, err := c.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
@@ -383,38 +356,23 @@ func asObject(o any) client.Object {
 	return obj
 }
 
-// events handles the events of a target or input cache: each one is reported to observe
-// first (which drops the reads the reconciler kept of the object, see memory.changed),
-// then mapped by keyOf to the configs whose plans name the object. A config is not woken
-// by an event that reports the very version of the object it last read or wrote (see
-// memory.wake): the echo of its own apply, a watch starting with what the config already
-// saw, or an event that arrived while a reconcile of the config ran and read that version.
-// A deletion, or an event that says nothing of what happened (a deletion seen late),
-// always wakes it.
-func (w *watches) events(keyOf func(client.Object) targetKey,
+// events handles the events of a target or input cache: each one enqueues the configs
+// whose plans name its object (keyOf maps it); the workqueue folds the events that arrive
+// while a config reconciles into one more reconcile.
+func (w *watches) events(keyOf func(client.Object) plan.TargetKey,
 	q workqueue.TypedRateLimitingInterface[reconcile.Request]) func(o any, deleted bool) {
-	return func(item any, deleted bool) {
+	return func(item any, _ bool) {
 		o := asObject(item)
 		if o == nil {
 			return
 		}
-		if w.observe != nil {
-			w.observe(o.GetNamespace(), o.GetName(), o.GetResourceVersion(), deleted)
-		}
-		key := keyOf(o)
-		gk := key.groupKind()
-		for _, req := range w.configsOf(key) {
-			if w.wake == nil {
-				q.Add(req)
-				continue
-			}
-			w.wake(req.Name, objectVersion{kind: gk.Kind, namespace: o.GetNamespace(), name: o.GetName()},
-				o.GetResourceVersion(), deleted, func() { q.Add(req) })
+		for _, req := range w.configsOf(keyOf(o)) {
+			q.Add(req)
 		}
 	}
 }
 
-func (w *watches) configsOf(k targetKey) []reconcile.Request {
+func (w *watches) configsOf(k plan.TargetKey) []reconcile.Request {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	out := make([]reconcile.Request, 0, len(w.configs[k]))

@@ -3,10 +3,8 @@ package plan
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -44,6 +42,9 @@ type ApplyOutcome struct {
 	AlreadyApplied bool
 	// Released is set when a Release item handed its target back.
 	Released bool
+	// Unmanaged is set when the target carries ModeAnnotation "unmanaged", read right
+	// before the write: the user took it back, nothing was written.
+	Unmanaged bool
 	// Outdated is set when what the profile renders now differs from the approved desired
 	// state; nothing was written.
 	Outdated bool
@@ -80,6 +81,9 @@ func (e *Engine) ApplyItem(ctx context.Context, item advisorv1alpha1.PlanItem, o
 	live, err := e.readLive(ctx, desired, client.ObjectKeyFromObject(desired))
 	if err != nil {
 		return ApplyOutcome{}, err
+	}
+	if optedOut(live) {
+		return ApplyOutcome{Unmanaged: true}, nil
 	}
 	if o.Rendered != nil {
 		same, err := rendersTo(*o.Rendered, o.Profile, live, desired, item.IgnoredFields)
@@ -187,12 +191,18 @@ func rendersTo(rendered Item, profile string, live, desired *unstructured.Unstru
 	return jsonEqual(normalized(now, norms...), normalized(desired, norms...)), nil
 }
 
+// optedOut tells whether the user took the target back with ModeAnnotation; nil (the
+// target does not exist) carries no annotation.
+func optedOut(live *unstructured.Unstructured) bool {
+	return live != nil && live.GetAnnotations()[ModeAnnotation] == ModeUnmanaged
+}
+
 // InSyncRecord is the record of an item whose draft found its target already as planned
 // and owned by the profile (diff NoChanges): what its apply would record without a write.
 // A plan that completes with no changes keeps watching those targets for drift through
 // it. nil for any other item.
 func InSyncRecord(item advisorv1alpha1.PlanItem) *advisorv1alpha1.AppliedRecord {
-	if item.Action == advisorv1alpha1.ItemActionRelease || item.Diff != NoChanges || item.TargetHash == "" {
+	if item.Action == advisorv1alpha1.ItemActionRelease || item.Change != advisorv1alpha1.ChangeNone || item.TargetHash == "" {
 		return nil
 	}
 	return record(item, item.TargetHash)
@@ -278,7 +288,7 @@ func (e *Engine) CheckDrift(ctx context.Context, profile string, item advisorv1a
 	if err != nil {
 		return DriftCheck{}, err
 	}
-	dc.InSync = dc.Diff == NoChanges || strings.HasPrefix(dc.Diff, OwnershipOnly)
+	dc.InSync = dc.Change != advisorv1alpha1.ChangeValues
 	return dc, nil
 }
 
@@ -320,16 +330,6 @@ func (e *Engine) Snapshot(ctx context.Context, profile string, item advisorv1alp
 		return item.SnapshotHash, nil
 	}
 	return valuesHash(target, paths, live, true, norms...), nil
-}
-
-// HasOwnEntry tells whether the profile has applied anything to obj.
-func HasOwnEntry(obj *unstructured.Unstructured, profile string) bool {
-	for _, e := range obj.GetManagedFields() {
-		if e.Manager == FieldManagerFor(profile) && e.Operation == metav1.ManagedFieldsOperationApply {
-			return true
-		}
-	}
-	return false
 }
 
 // Holds tells whether an item's target already holds the values applying the item leaves,

@@ -313,7 +313,7 @@ func (e *Engine) draftItem(ctx context.Context, rec *Recorder, profile, manager 
 		}
 		return pi, nil, err
 	}
-	pi.Diff, pi.SnapshotHash, pi.TargetHash, pi.Conflicts = c.Diff, c.SnapshotHash, c.TargetHash, c.Conflicts
+	pi.Diff, pi.Change, pi.SnapshotHash, pi.TargetHash, pi.Conflicts = c.Diff, c.Change, c.SnapshotHash, c.TargetHash, c.Conflicts
 	if len(c.Conflicts) > 0 {
 		pi.ConflictsFoundOn = c.ConflictsFoundOn
 	}
@@ -321,7 +321,7 @@ func (e *Engine) draftItem(ctx context.Context, rec *Recorder, profile, manager 
 		pi.Message += "; approving it takes over fields another manager owns: " + describeConflicts(c.Conflicts)
 	}
 	switch {
-	case c.Diff == NoChanges:
+	case c.Change == advisorv1alpha1.ChangeNone:
 		pi.ImpactSeverity = advisorv1alpha1.ImpactLow
 	case c.MetadataOnly && pi.ImpactSeverity != advisorv1alpha1.ImpactLow:
 		// Marking a target as co-owned changes nothing it configures: nothing rolls out.
@@ -367,9 +367,11 @@ func controlsHash(live *unstructured.Unstructured) string {
 
 // Check is a fresh comparison of one desired state with its live target.
 type Check struct {
-	// Diff from live to the dry-run result; NoChanges when in sync, OwnershipOnly-prefixed
-	// when only the ownership of equal values would change.
+	// Diff from live to the dry-run result, for display: NoChanges when in sync,
+	// OwnershipOnly-prefixed when only the ownership of equal values would change.
 	Diff string
+	// Change is what applying changes; decisions read it, never Diff.
+	Change advisorv1alpha1.ChangeKind
 	// SnapshotHash of the live values at the managed paths and the user-control annotations.
 	SnapshotHash string
 	// TargetHash of the values at the managed paths the apply leaves.
@@ -421,10 +423,13 @@ func (e *Engine) check(ctx context.Context, manager string, desired, live *unstr
 		// A dry-run writes nothing: its answer carries the version it was made on.
 		c.ConflictsFoundOn = live.GetResourceVersion()
 	}
+	c.Change = advisorv1alpha1.ChangeNone
 	if diff == NoChanges && !ownsAll(live, manager, paths) {
+		c.Change = advisorv1alpha1.ChangeOwnershipOnly
 		c.Diff = OwnershipOnly + strings.Join(PathStrings(paths), ", ") + ")"
 	}
 	if diff != NoChanges {
+		c.Change = advisorv1alpha1.ChangeValues
 		c.ChangedPaths = changedPaths(paths, normalized(live, norms...), normalized(planned, norms...))
 		c.MetadataOnly = live != nil && jsonEqual(configured(live), configured(planned))
 	}

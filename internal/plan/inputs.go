@@ -140,9 +140,6 @@ func (r *Recorder) List(ctx context.Context, list client.ObjectList, opts ...cli
 // copyInto gives a reader its own copy of what was read: a deep copy into an object of
 // the same type, else through JSON.
 func copyInto(read, obj runtime.Object, gvk schema.GroupVersionKind) error {
-	if ShareReadOnly(obj, read) {
-		return nil
-	}
 	if reflect.TypeOf(read) != reflect.TypeOf(obj) {
 		raw, err := json.Marshal(read)
 		if err != nil {
@@ -208,40 +205,17 @@ var crdGroupKind = schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "Custom
 // crdFingerprint is what counts of a CRD: which object it is and which spec it has. The API
 // server increments a CRD's metadata.generation on every change of its spec (served
 // versions, schemas) and on no other change, so the two tell its spec apart without
-// encoding it: a schema runs to megabytes (the HyperConverged CRD's encoding took tens of
-// milliseconds, and hashing it again milliseconds in every rendering). A CRD deleted and
-// created again is another object, even with the same spec.
+// encoding a schema that runs to megabytes. A CRD deleted and created again is another
+// object, even with the same spec.
 func crdFingerprint(uid string, generation int64) any {
 	return map[string]any{"uid": uid, "generation": generation}
 }
 
-// fingerprints keeps the encoded fingerprint of objects by kind, uid and resourceVersion:
-// an object at one resourceVersion always has the same one, and inputs are read at the
-// same version by every rendering until they change.
-var fingerprints = struct {
-	sync.Mutex
-	byVersion map[string]json.RawMessage
-}{byVersion: map[string]json.RawMessage{}}
-
-// maxFingerprints bounds the fingerprints kept; the oldest are not told apart, all go.
-const maxFingerprints = 512
-
-// objectFingerprint is inputFingerprint of a read object, as encoded JSON when the object
-// names its version (HashJSON encodes it to the same bytes as the value itself).
+// objectFingerprint is inputFingerprint of a read object.
 func objectFingerprint(gvk schema.GroupVersionKind, read runtime.Object) any {
 	if gvk.GroupKind() == crdGroupKind {
 		if m, err := apimeta.Accessor(read); err == nil {
 			return crdFingerprint(string(m.GetUID()), m.GetGeneration())
-		}
-	}
-	key := ""
-	if m, err := apimeta.Accessor(read); err == nil && m.GetUID() != "" && m.GetResourceVersion() != "" {
-		key = gvk.String() + "/" + string(m.GetUID()) + "/" + m.GetResourceVersion()
-		fingerprints.Lock()
-		kept, ok := fingerprints.byVersion[key]
-		fingerprints.Unlock()
-		if ok {
-			return kept
 		}
 	}
 	var obj map[string]any
@@ -249,21 +223,7 @@ func objectFingerprint(gvk schema.GroupVersionKind, read runtime.Object) any {
 	if err != nil || json.Unmarshal(raw, &obj) != nil {
 		return nil
 	}
-	v := inputFingerprint(gvk, obj)
-	if key == "" {
-		return v
-	}
-	encoded, err := json.Marshal(v)
-	if err != nil {
-		return v
-	}
-	fingerprints.Lock()
-	if len(fingerprints.byVersion) >= maxFingerprints {
-		fingerprints.byVersion = map[string]json.RawMessage{}
-	}
-	fingerprints.byVersion[key] = encoded
-	fingerprints.Unlock()
-	return json.RawMessage(encoded)
+	return inputFingerprint(gvk, obj)
 }
 
 // Inputs returns the objects read that are not among targets (a plan's targets are
@@ -349,22 +309,4 @@ func trimListSuffix(kind string) string {
 		return kind[:len(kind)-4]
 	}
 	return kind
-}
-
-// ShareReadOnly makes dst share src's contents, instead of a deep copy, when src is a
-// CustomResourceDefinition: profiles and the operator only ever read CRDs (served
-// versions, a schema's enums), and a CRD is large (a deep copy of the HyperConverged
-// CRD takes milliseconds of CPU, several times in every rendering). It reports whether
-// it did; any other object is left for the caller to copy.
-func ShareReadOnly(dst, src runtime.Object) bool {
-	from, ok := src.(*apiextensionsv1.CustomResourceDefinition)
-	if !ok {
-		return false
-	}
-	to, ok := dst.(*apiextensionsv1.CustomResourceDefinition)
-	if !ok {
-		return false
-	}
-	*to = *from
-	return true
 }

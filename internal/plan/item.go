@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
 	"github.com/kubevirt/virt-advisor-operator/internal/targets"
@@ -66,6 +67,30 @@ type Item struct {
 	// SkipReason, when set, makes the item Skipped with this message (for example when the
 	// operator that owns the target kind is not installed).
 	SkipReason string
+}
+
+// TargetKey names a target (or an input) independently of the API version it is read at.
+type TargetKey struct {
+	Group, Kind, Namespace, Name string
+}
+
+// KeyOf is the key of a target reference.
+func KeyOf(ref advisorv1alpha1.TargetReference) TargetKey {
+	gv, _ := schema.ParseGroupVersion(ref.APIVersion)
+	return TargetKey{Group: gv.Group, Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name}
+}
+
+// GroupKind is the key's group and kind.
+func (k TargetKey) GroupKind() schema.GroupKind {
+	return schema.GroupKind{Group: k.Group, Kind: k.Kind}
+}
+
+func (k TargetKey) String() string {
+	gk := k.GroupKind().String()
+	if k.Namespace != "" {
+		return gk + " " + k.Namespace + "/" + k.Name
+	}
+	return gk + " " + k.Name
 }
 
 // TargetOf names the object a desired state is for.

@@ -18,18 +18,18 @@ import (
 // plan no longer writes, so leaving the plan is shown and approved like any other change,
 // instead of the target being silently orphaned with the profile still owning its fields.
 func (e *Engine) releases(ctx context.Context, rec *Recorder, profile, manager string, drafted, previous []advisorv1alpha1.PlanItem) ([]advisorv1alpha1.PlanItem, error) {
-	kept := map[targetKeyT]bool{}
+	kept := map[TargetKey]bool{}
 	names := map[string]bool{}
 	for _, it := range drafted {
-		kept[targetKey(it.TargetRef)] = true
+		kept[KeyOf(it.TargetRef)] = true
 		names[it.Name] = true
 	}
 	var out []advisorv1alpha1.PlanItem
 	for _, prev := range previous {
-		if prev.Action == advisorv1alpha1.ItemActionRelease || prev.Applied == nil || kept[targetKey(prev.TargetRef)] {
+		if prev.Action == advisorv1alpha1.ItemActionRelease || prev.Applied == nil || kept[KeyOf(prev.TargetRef)] {
 			continue
 		}
-		kept[targetKey(prev.TargetRef)] = true
+		kept[KeyOf(prev.TargetRef)] = true
 		pi, ok, err := e.draftRelease(ctx, rec, profile, manager, prev)
 		if err != nil {
 			return nil, err
@@ -44,16 +44,6 @@ func (e *Engine) releases(ctx context.Context, rec *Recorder, profile, manager s
 		out = append(out, pi)
 	}
 	return out, nil
-}
-
-type targetKeyT struct{ group, kind, namespace, name string }
-
-func targetKey(ref advisorv1alpha1.TargetReference) targetKeyT {
-	group, _, _ := strings.Cut(ref.APIVersion, "/")
-	if !strings.Contains(ref.APIVersion, "/") {
-		group = ""
-	}
-	return targetKeyT{group, ref.Kind, ref.Namespace, ref.Name}
 }
 
 // draftRelease shows what releasing prev's target does: its values stay, the profile's
@@ -83,7 +73,9 @@ func (e *Engine) draftRelease(ctx context.Context, rec *Recorder, profile, manag
 	if err != nil {
 		return advisorv1alpha1.PlanItem{}, false, err
 	}
+	change := advisorv1alpha1.ChangeValues
 	if diff == NoChanges {
+		change = advisorv1alpha1.ChangeOwnershipOnly
 		diff = "(no value changes: releasing removes this profile's managedFields entry)"
 	}
 	return advisorv1alpha1.PlanItem{
@@ -93,6 +85,7 @@ func (e *Engine) draftRelease(ctx context.Context, rec *Recorder, profile, manag
 		ImpactSeverity: advisorv1alpha1.ImpactLow,
 		State:          advisorv1alpha1.ItemPending,
 		Diff:           diff,
+		Change:         change,
 		SnapshotHash:   HashJSON(struct{ Target, Version string }{describeRef(prev.TargetRef), "released"}),
 		Message: fmt.Sprintf("released: the plan no longer writes %s with the current options. Approving leaves every value as it is, "+
 			"hands back the fields this profile set (%s) and stops watching the object", describeRef(prev.TargetRef), strings.Join(prev.Applied.Fields, ", ")),
@@ -135,6 +128,9 @@ func (e *Engine) release(ctx context.Context, profile, manager string, item advi
 	}
 	if live == nil {
 		return ApplyOutcome{Released: true}, nil
+	}
+	if optedOut(live) {
+		return ApplyOutcome{Unmanaged: true}, nil
 	}
 	_, index, owned := appliedFields(live, manager)
 	if !owned {

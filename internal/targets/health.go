@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strings"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -51,9 +50,9 @@ type HealthCheck interface {
 func HealthCheckFor(gk schema.GroupKind) HealthCheck {
 	switch gk {
 	case MachineConfig.GroupKind():
-		return poolRollout{selects: machineConfigSelects, describe: "MachineConfig", likely: poolOfRole}
+		return poolRollout{selects: machineConfigSelects, describe: "MachineConfig"}
 	case KubeletConfig.GroupKind():
-		return poolRollout{selects: KubeletConfigSelects, describe: "KubeletConfig", failure: kubeletConfigFailure, likely: poolsSelected}
+		return poolRollout{selects: KubeletConfigSelects, describe: "KubeletConfig", failure: kubeletConfigFailure}
 	}
 	return applied{}
 }
@@ -78,14 +77,10 @@ type poolRollout struct {
 	selects func(pool, obj *unstructured.Unstructured) bool
 	// failure reports a failure the object's own status shows ("" when none).
 	failure func(live *unstructured.Unstructured) string
-	// likely names the pools that, by the Machine Config Operator's naming convention,
-	// roll the object out. They are only read ahead (see pools): which pools do is always
-	// what the list of pools says.
-	likely func(obj *unstructured.Unstructured) []string
 }
 
 func (p poolRollout) Baseline(ctx context.Context, reader client.Reader, desired *unstructured.Unstructured) (string, error) {
-	pools, _, err := p.pools(ctx, reader, desired, p.likely(desired)...)
+	pools, _, err := p.pools(ctx, reader, desired)
 	if err != nil {
 		return "", err
 	}
@@ -99,35 +94,20 @@ func (p poolRollout) Baseline(ctx context.Context, reader client.Reader, desired
 
 func (p poolRollout) Check(ctx context.Context, reader client.Reader, desired *unstructured.Unstructured, baseline string) (Health, error) {
 	before := parseBaseline(baseline)
-	// The object's own status and the pools are read together: one round trip, not two.
-	failure := make(chan error, 1)
-	var failed string
-	if p.failure == nil {
-		failure <- nil
-	} else {
-		go func() {
-			live := &unstructured.Unstructured{}
-			live.SetGroupVersionKind(desired.GroupVersionKind())
-			err := reader.Get(ctx, client.ObjectKeyFromObject(desired), live)
-			if err == nil {
-				failed = p.failure(live)
-			} else if client.IgnoreNotFound(err) == nil {
-				err = nil
+	if p.failure != nil {
+		live := &unstructured.Unstructured{}
+		live.SetGroupVersionKind(desired.GroupVersionKind())
+		err := reader.Get(ctx, client.ObjectKeyFromObject(desired), live)
+		if client.IgnoreNotFound(err) != nil {
+			return Health{}, fmt.Errorf("read %s: %w", Describe(desired), err)
+		}
+		if err == nil {
+			if failed := p.failure(live); failed != "" {
+				return Health{State: Unhealthy, Message: failed}, nil
 			}
-			failure <- err
-		}()
+		}
 	}
-	expected := poolNames(before)
-	if len(expected) == 0 {
-		expected = p.likely(desired)
-	}
-	pools, served, err := p.pools(ctx, reader, desired, expected...)
-	if ferr := <-failure; ferr != nil {
-		return Health{}, fmt.Errorf("read %s: %w", Describe(desired), ferr)
-	}
-	if failed != "" {
-		return Health{State: Unhealthy, Message: failed}, nil
-	}
+	pools, served, err := p.pools(ctx, reader, desired)
 	if err != nil {
 		return Health{}, err
 	}
@@ -233,127 +213,27 @@ func subject(obj *unstructured.Unstructured, listsByName bool) string {
 }
 
 // pools lists the MachineConfigPools that roll obj out, sorted by name; served is false
-// when the cluster has no MachineConfigPool kind at all. The pools named expected (those
-// that rolled obj out before, say) are read while the list is under way: when the list
-// confirms them, the pools cost one round trip.
-func (p poolRollout) pools(ctx context.Context, reader client.Reader, obj *unstructured.Unstructured, expected ...string) ([]unstructured.Unstructured, bool, error) {
-	ahead := readPoolsAhead(ctx, reader, expected)
-	defer ahead.wait()
+// when the cluster has no MachineConfigPool kind at all.
+func (p poolRollout) pools(ctx context.Context, reader client.Reader, obj *unstructured.Unstructured) ([]unstructured.Unstructured, bool, error) {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(MachineConfigPool.GVK.GroupVersion().WithKind("MachineConfigPoolList"))
-	// Which pools select obj is read from the API server's watch cache first (see
-	// FromWatchCache); when it shows none, from a consistent list, as a pool created a
-	// moment ago may not be in the watch cache yet. Each selecting pool, whose status
-	// tells the rollout, is then read as it is now.
+	if err := reader.List(ctx, list); err != nil {
+		if meta.IsNoMatchError(err) {
+			return nil, false, nil
+		}
+		return nil, false, fmt.Errorf("list MachineConfigPools: %w", err)
+	}
 	var out []unstructured.Unstructured
-	for _, opts := range [][]client.ListOption{{FromWatchCache()}, nil} {
-		if err := reader.List(ctx, list, opts...); err != nil {
-			if meta.IsNoMatchError(err) {
-				return nil, false, nil
-			}
-			return nil, false, fmt.Errorf("list MachineConfigPools: %w", err)
-		}
-		for i := range list.Items {
-			if !p.selects(&list.Items[i], obj) {
-				continue
-			}
-			pool, err := ahead.get(ctx, reader, list.Items[i].GetName())
-			if err != nil {
-				if apierrors.IsNotFound(err) {
-					continue
-				}
-				return nil, false, fmt.Errorf("read MachineConfigPool %s: %w", list.Items[i].GetName(), err)
-			}
-			if p.selects(pool, obj) {
-				out = append(out, *pool)
-			}
-		}
-		if len(out) > 0 {
-			break
+	for i := range list.Items {
+		if p.selects(&list.Items[i], obj) {
+			out = append(out, list.Items[i])
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].GetName() < out[j].GetName() })
 	return out, true, nil
 }
 
-// poolRead is the read of one MachineConfigPool, sent ahead.
-type poolRead struct {
-	done chan struct{}
-	pool *unstructured.Unstructured
-	err  error
-}
-
-// poolReads are the pools read ahead, by name.
-type poolReads map[string]*poolRead
-
-// readPoolsAhead starts reading the pools named, each once.
-func readPoolsAhead(ctx context.Context, reader client.Reader, names []string) poolReads {
-	out := poolReads{}
-	for _, name := range names {
-		if name == "" || out[name] != nil {
-			continue
-		}
-		r := &poolRead{done: make(chan struct{})}
-		out[name] = r
-		go func() {
-			defer close(r.done)
-			r.pool, r.err = readPool(ctx, reader, name)
-		}()
-	}
-	return out
-}
-
-// get takes the read of pool name sent ahead, or reads it now when none was.
-func (a poolReads) get(ctx context.Context, reader client.Reader, name string) (*unstructured.Unstructured, error) {
-	r, ok := a[name]
-	if !ok {
-		return readPool(ctx, reader, name)
-	}
-	delete(a, name)
-	<-r.done
-	return r.pool, r.err
-}
-
-// wait waits for the reads sent ahead that nobody took, so none outlives its caller.
-func (a poolReads) wait() {
-	for _, r := range a {
-		<-r.done
-	}
-}
-
-func readPool(ctx context.Context, reader client.Reader, name string) (*unstructured.Unstructured, error) {
-	pool := &unstructured.Unstructured{}
-	pool.SetGroupVersionKind(MachineConfigPool.GVK)
-	return pool, reader.Get(ctx, client.ObjectKey{Name: name}, pool)
-}
-
-// poolOfRole is the pool named after a MachineConfig's role (worker, master, or a custom
-// pool's role), which is how the Machine Config Operator's pools are named.
-func poolOfRole(mc *unstructured.Unstructured) []string {
-	if role := mc.GetLabels()[roleLabel]; role != "" {
-		return []string{role}
-	}
-	return nil
-}
-
-// poolsSelected are the pools a KubeletConfig selects by the label the Machine Config
-// Operator gives each pool, pools.operator.machineconfiguration.openshift.io/<pool>.
-func poolsSelected(kc *unstructured.Unstructured) []string {
-	matchLabels, _, _ := unstructured.NestedStringMap(kc.Object, "spec", "machineConfigPoolSelector", "matchLabels")
-	var out []string
-	for k := range matchLabels {
-		if name, ok := strings.CutPrefix(k, poolLabelPrefix); ok && name != "" {
-			out = append(out, name)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-const (
-	roleLabel       = "machineconfiguration.openshift.io/role"
-	poolLabelPrefix = "pools.operator.machineconfiguration.openshift.io/"
-)
+const ()
 
 // poolNames are the pools a baseline names, sorted.
 func poolNames(baseline map[string]string) []string {
@@ -363,16 +243,6 @@ func poolNames(baseline map[string]string) []string {
 	}
 	sort.Strings(names)
 	return names
-}
-
-// PoolsOf lists the MachineConfigPools that roll out a MachineConfig or KubeletConfig.
-func PoolsOf(ctx context.Context, reader client.Reader, obj *unstructured.Unstructured) ([]unstructured.Unstructured, error) {
-	check, ok := HealthCheckFor(obj.GroupVersionKind().GroupKind()).(poolRollout)
-	if !ok {
-		return nil, nil
-	}
-	pools, _, err := check.pools(ctx, reader, obj)
-	return pools, err
 }
 
 // machineConfigSelects: the pool's machineConfigSelector matches the MachineConfig's labels.

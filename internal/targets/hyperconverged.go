@@ -9,7 +9,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -114,14 +113,6 @@ func ServedHyperConvergedVersion(ctx context.Context, reader client.Reader) (str
 	return "", nil
 }
 
-// FromWatchCache lists from the API server's watch cache (resourceVersion 0), which may be
-// a moment behind: a consistent list instead waits for that cache to catch up with every
-// write to any kind, tens of milliseconds on a busy API server. Each list needs one of its
-// own: the client writes a list's other options into the options' Raw field.
-func FromWatchCache() client.ListOption {
-	return &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}}
-}
-
 // FindHyperConverged lists the HyperConverged objects at the version the cluster serves.
 // It returns nil when the CRD is missing or there is none; several are an error that says
 // which, since the operator cannot tell which one the administrator means.
@@ -133,28 +124,6 @@ func FindHyperConverged(ctx context.Context, reader client.Reader) (*HyperConver
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(HyperConverged.GVK.GroupVersion().WithKind("HyperConvergedList"))
 	list.SetAPIVersion(HyperConverged.GVK.Group + "/" + version)
-	// Where the HyperConverged is, is read from the API server's watch cache first (see
-	// FromWatchCache), and the one found is then read as it is now. Anything but exactly
-	// one is confirmed by a consistent list, as an object created or deleted a moment ago
-	// may not be in the watch cache yet.
-	if err := reader.List(ctx, list, FromWatchCache()); err != nil {
-		if meta.IsNoMatchError(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("list HyperConverged: %w", err)
-	}
-	if len(list.Items) == 1 {
-		found := &list.Items[0]
-		hco := &unstructured.Unstructured{}
-		hco.SetGroupVersionKind(found.GroupVersionKind())
-		err := reader.Get(ctx, client.ObjectKeyFromObject(found), hco)
-		if err == nil {
-			return &HyperConvergedInstance{Object: hco, Fields: HyperConvergedFields{Version: version}}, nil
-		}
-		if !apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("read HyperConverged %s/%s: %w", found.GetNamespace(), found.GetName(), err)
-		}
-	}
 	if err := reader.List(ctx, list); err != nil {
 		if meta.IsNoMatchError(err) {
 			return nil, nil

@@ -57,6 +57,12 @@ var _ = Describe("An administrator laying down the platform baseline with kubect
 	BeforeAll(func() {
 		_, _, err := runKubectl("get", "machineconfig", "90-worker-kubelet-swap")
 		swapExisted = err == nil
+		By("setting up the worker pool, three labelled workers and the Self Node Remediation template")
+		kubectl("apply", "-f", testenv.Path("config", "samples", "mock_baseline_resources.yaml"))
+		script("simulate-pool-rollout.sh", "worker")
+		kubectl("apply", "-f", testenv.Path("test", "e2e", "testdata", "platform_baseline_cluster.yaml"))
+		Expect(kubectl("get", "nodes", "-l", "node-role.kubernetes.io/worker", "-o", "name")).
+			To(ContainSubstring("node/baseline-worker-2"))
 	})
 
 	AfterAll(func() {
@@ -78,14 +84,6 @@ var _ = Describe("An administrator laying down the platform baseline with kubect
 		}).Should(Equal("Ignore/Ignored"))
 		Expect(jsonpath(baselineVPC, "{.metadata.annotations.advisor\\.kubevirt\\.io/description}")).
 			To(ContainSubstring("substrate of a virtualization cluster"))
-	})
-
-	It("sets up the worker pool, three labelled workers and the Self Node Remediation template", func() {
-		kubectl("apply", "-f", testenv.Path("config", "samples", "mock_baseline_resources.yaml"))
-		script("simulate-pool-rollout.sh", "worker")
-		kubectl("apply", "-f", testenv.Path("test", "e2e", "testdata", "platform_baseline_cluster.yaml"))
-		Expect(kubectl("get", "nodes", "-l", "node-role.kubernetes.io/worker", "-o", "name")).
-			To(ContainSubstring("node/baseline-worker-2"))
 	})
 
 	It("finds the sample with every component configured accepted by the API server", func() {

@@ -43,7 +43,8 @@ var _ = Describe("An administrator with kubectl", Ordered, func() {
 		Expect(jsonpath(vpc, "{.metadata.annotations.advisor\\.kubevirt\\.io/description}")).To(ContainSubstring("live-migrates VMs"))
 	})
 
-	It("sets up the baseline resources of a cluster without OpenShift", func() {
+	BeforeAll(func() {
+		By("setting up the baseline resources of a cluster without OpenShift")
 		kubectl("apply", "-f", testenv.Path("config", "samples", "mock_baseline_resources.yaml"))
 		script("simulate-pool-rollout.sh", "worker")
 	})

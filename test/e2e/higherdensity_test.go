@@ -12,7 +12,8 @@ import (
 const densityVPC = "vpc/virt-higher-density"
 
 var _ = Describe("An administrator raising VM density with kubectl", Ordered, func() {
-	It("sets up the baseline resources of a cluster without OpenShift", func() {
+	BeforeAll(func() {
+		By("setting up the baseline resources of a cluster without OpenShift")
 		kubectl("apply", "-f", testenv.Path("config", "samples", "mock_baseline_resources.yaml"))
 		script("simulate-pool-rollout.sh", "worker")
 	})

@@ -201,6 +201,9 @@ var _ = Describe("An administrator with the kubectl virt-advisor plugin", Ordere
 
 	BeforeAll(func() {
 		pc = startPluginCluster()
+		By("setting up the baseline resources of a cluster without OpenShift")
+		pc.kubectl("apply", "-f", testenv.Path("config", "samples", "mock_baseline_resources.yaml"))
+		pc.rollOutWorkers()
 	})
 
 	ReportAfterEach(func(report SpecReport) {
@@ -225,11 +228,6 @@ var _ = Describe("An administrator with the kubectl virt-advisor plugin", Ordere
 		Expect(errOut).To(ContainSubstring("Existing VirtPlatformConfigs: "))
 		Expect(errOut).To(ContainSubstring("load-aware-rebalancing (Ignored)"))
 		Expect(errOut).To(ContainSubstring("Valid profile names: load-aware-rebalancing, virt-higher-density, platform-baseline"))
-	})
-
-	It("sets up the baseline resources of a cluster without OpenShift", func() {
-		pc.kubectl("apply", "-f", testenv.Path("config", "samples", "mock_baseline_resources.yaml"))
-		pc.rollOutWorkers()
 	})
 
 	It("drafts the plan with dry-run and waits until it needs review", func() {

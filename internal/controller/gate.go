@@ -1,0 +1,102 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
+	"github.com/kubevirt/virt-advisor-operator/internal/plan"
+	"github.com/kubevirt/virt-advisor-operator/internal/targets"
+)
+
+// refusal is why the write gate did not write an item's target.
+type refusal struct {
+	// reason is the condition reason the config waits with: ApprovalMismatch,
+	// AwaitingApproval, or PlanIntegrity when the plan in status cannot be trusted.
+	reason string
+	// condition names the gate condition that failed, for the item message and the Event.
+	condition string
+}
+
+// writeItem is the one place the operator writes an object that is not its own: every
+// apply, release, drift correction and retry of an item passes here, and nowhere else
+// calls the plan engine's ApplyItem. Right before the write it refuses unless
+//   - spec.action is Apply and a pinned spec.approvedPlanHash is the plan's hash;
+//   - the plan in status still hashes to status.planHash, and status.approval records an
+//     approval of that hash given after the plan was shown (approval.minGeneration), or,
+//     for an execution started by bypassOptimisticLock (approval.correctionsOnly), the item
+//     restores exactly what an earlier approved execution applied to that target;
+//   - the target is of a kind the profile manages and is the object the item's desired
+//     state names, and (for everything but a release) rendered, the item as the profile
+//     renders it now, leads to exactly the desired state in status: status alone never
+//     decides what is written;
+//
+// and the status as it is now (the item marked as being written) is persisted first,
+// guarded by the resourceVersion it was read at: a stale or deposed reconcile stops there.
+// The plan engine then reads the target right before the write and writes nothing when
+// its user-control annotations opt it out (Unmanaged) or the rendering no longer matches
+// (Outdated).
+func (r *VirtPlatformConfigReconciler) writeItem(ctx context.Context, s *scope, i int, rendered *plan.Item) (plan.ApplyOutcome, *refusal, error) {
+	item := s.vpc.Status.Items[i]
+	if why := authorize(s, item, rendered); why != nil {
+		return plan.ApplyOutcome{}, why, nil
+	}
+	if err := r.writeStatus(ctx, s); err != nil {
+		return plan.ApplyOutcome{}, nil, err
+	}
+	out, err := r.Engine.ApplyItem(ctx, item, plan.ApplyOptions{
+		Profile:       s.profileName(),
+		CheckSnapshot: !s.vpc.Spec.BypassOptimisticLock,
+		Force:         s.vpc.Spec.BypassOptimisticLock,
+		Rendered:      rendered,
+	})
+	return out, nil, err
+}
+
+// authorize checks the gate's conditions on the status and spec read by this reconcile.
+func authorize(s *scope, item advisorv1alpha1.PlanItem, rendered *plan.Item) *refusal {
+	spec, st := s.vpc.Spec, &s.vpc.Status
+	a := st.Approval
+	switch {
+	case spec.Action != advisorv1alpha1.ActionApply:
+		return &refusal{advisorv1alpha1.ReasonAwaitingApproval, fmt.Sprintf("spec.action is %s, not Apply", spec.Action)}
+	case spec.ApprovedPlanHash != "" && spec.ApprovedPlanHash != st.PlanHash:
+		return &refusal{advisorv1alpha1.ReasonApprovalMismatch, fmt.Sprintf(
+			"spec.approvedPlanHash %s is not the plan's hash %s", spec.ApprovedPlanHash, st.PlanHash)}
+	case !planIntact(st):
+		return &refusal{advisorv1alpha1.ReasonPlanIntegrity, "the plan in status no longer hashes to status.planHash"}
+	case a == nil || a.ApprovedPlanHash != st.PlanHash:
+		return &refusal{advisorv1alpha1.ReasonAwaitingApproval, "no approval of this plan is recorded"}
+	case a.CorrectionsOnly && !(spec.BypassOptimisticLock && isCorrection(item) && item.Applied.PlanHash != ""):
+		return &refusal{advisorv1alpha1.ReasonAwaitingApproval, fmt.Sprintf(
+			"item %s does not restore what an approved execution applied, and bypassOptimisticLock approves only such corrections", item.Name)}
+	case !a.CorrectionsOnly && a.ApprovedGeneration < a.MinGeneration:
+		return &refusal{advisorv1alpha1.ReasonAwaitingApproval, "the approval was given before the plan was shown"}
+	}
+	if !manages(s, item.TargetRef) {
+		return &refusal{advisorv1alpha1.ReasonPlanIntegrity, fmt.Sprintf(
+			"profile %s does not manage %s %s", s.vpc.Spec.Profile, item.TargetRef.Kind, item.TargetRef.Name)}
+	}
+	if item.Action == advisorv1alpha1.ItemActionRelease {
+		if item.Applied == nil {
+			return &refusal{advisorv1alpha1.ReasonPlanIntegrity, fmt.Sprintf("item %s releases a target it never applied", item.Name)}
+		}
+		return nil
+	}
+	desired, err := plan.DesiredObject(item)
+	if err != nil || plan.TargetOf(desired) != item.TargetRef {
+		return &refusal{advisorv1alpha1.ReasonPlanIntegrity, fmt.Sprintf("item %s's desired state is not its target %s %s",
+			item.Name, item.TargetRef.Kind, item.TargetRef.Name)}
+	}
+	if rendered == nil {
+		return &refusal{advisorv1alpha1.ReasonPlanIntegrity, fmt.Sprintf("item %s was not rendered again before its write", item.Name)}
+	}
+	return nil
+}
+
+// manages tells whether a target is of a kind the config's profile manages.
+func manages(s *scope, ref advisorv1alpha1.TargetReference) bool {
+	kind, known := targets.ByGroupKind(plan.KeyOf(ref).GroupKind())
+	return known && s.profile != nil && slices.Contains(s.profile.WatchedCRDs(), kind.CRD)
+}

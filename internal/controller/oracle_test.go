@@ -1,0 +1,213 @@
+package controller_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/equality"
+
+	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
+	"github.com/kubevirt/virt-advisor-operator/internal/plan"
+)
+
+// approvalOracle checks every write the operator sends to an object that is not a
+// VirtPlatformConfig, an Event or a lease, before it reaches the API server: the persisted
+// status of some config must approve exactly that content at that moment. It reads the
+// configs as the API server holds them (the tests' own client), so it also checks that
+// the approval was persisted before the write it authorizes.
+type approvalOracle struct {
+	mu       sync.Mutex
+	problems []string
+}
+
+var oracle = &approvalOracle{}
+
+// Every spec of the suite runs under the oracle.
+var _ = BeforeEach(func() { oracle.reset() })
+var _ = AfterEach(func() {
+	Expect(oracle.violations()).To(BeEmpty(), "the operator wrote targets without an approval of that content")
+})
+
+func (o *approvalOracle) reset() {
+	o.mu.Lock()
+	o.problems = nil
+	o.mu.Unlock()
+}
+
+func (o *approvalOracle) violations() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]string(nil), o.problems...)
+}
+
+func (o *approvalOracle) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		if w, ok := targetWrite(req); ok {
+			body, err := readBody(req)
+			if err != nil {
+				return nil, err
+			}
+			if problem := o.judge(req, w, body); problem != "" {
+				o.mu.Lock()
+				o.problems = append(o.problems, problem)
+				o.mu.Unlock()
+			}
+		}
+		return rt.RoundTrip(req)
+	})
+}
+
+// writeTarget is the object a request writes, from its path.
+type writeTarget struct {
+	group, namespace, name string
+}
+
+// targetWrite tells whether req writes an object the oracle judges.
+func targetWrite(req *http.Request) (writeTarget, bool) {
+	switch req.Method {
+	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+	default:
+		return writeTarget{}, false
+	}
+	if req.URL.Query().Get("dryRun") != "" {
+		return writeTarget{}, false
+	}
+	parts := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
+	var group string
+	switch {
+	case len(parts) >= 2 && parts[0] == "api":
+		parts = parts[2:]
+	case len(parts) >= 3 && parts[0] == "apis":
+		group, parts = parts[1], parts[3:]
+	default:
+		return writeTarget{}, false
+	}
+	switch group {
+	case advisorv1alpha1.GroupVersion.Group, "events.k8s.io", "coordination.k8s.io":
+		return writeTarget{}, false
+	}
+	w := writeTarget{group: group}
+	if len(parts) >= 2 && parts[0] == "namespaces" {
+		w.namespace, parts = parts[1], parts[2:]
+	}
+	if len(parts) >= 2 {
+		w.name = parts[1]
+	}
+	if group == "" && len(parts) >= 1 && parts[0] == "events" {
+		return writeTarget{}, false
+	}
+	return w, true
+}
+
+func readBody(req *http.Request) ([]byte, error) {
+	if req.Body == nil {
+		return nil, nil
+	}
+	body, err := io.ReadAll(req.Body)
+	if err != nil {
+		return nil, err
+	}
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	return body, nil
+}
+
+// judge returns what is wrong with a write, or "" when a config's persisted status
+// approves exactly it.
+func (o *approvalOracle) judge(req *http.Request, w writeTarget, body []byte) string {
+	list := &advisorv1alpha1.VirtPlatformConfigList{}
+	if err := k8s.List(ctx, list); err != nil {
+		return fmt.Sprintf("%s %s: cannot read the configs to judge it: %v", req.Method, req.URL.Path, err)
+	}
+	apply := req.Header.Get("Content-Type") == "application/apply-patch+yaml"
+	for i := range list.Items {
+		vpc := &list.Items[i]
+		for _, it := range vpc.Status.Items {
+			if !sameTarget(it.TargetRef, w) || !approves(vpc, it) {
+				continue
+			}
+			switch {
+			case it.Action == advisorv1alpha1.ItemActionRelease:
+				if req.Method == http.MethodPatch && !apply {
+					return ""
+				}
+			case apply && sameContent(it, body):
+				return ""
+			}
+		}
+	}
+	return fmt.Sprintf("%s %s (%s): no config's persisted status approves this content", req.Method, req.URL.Path, req.Header.Get("Content-Type"))
+}
+
+func sameTarget(ref advisorv1alpha1.TargetReference, w writeTarget) bool {
+	group, _, _ := strings.Cut(ref.APIVersion, "/")
+	if !strings.Contains(ref.APIVersion, "/") {
+		group = ""
+	}
+	return group == w.group && ref.Namespace == w.namespace && ref.Name == w.name
+}
+
+// approves tells whether the persisted status approves writing item it now: an approval
+// of the plan's hash given after the plan was shown, or, in aggressive mode, a correction
+// that restores what an approved execution applied.
+func approves(vpc *advisorv1alpha1.VirtPlatformConfig, it advisorv1alpha1.PlanItem) bool {
+	spec, st := vpc.Spec, vpc.Status
+	a := st.Approval
+	if spec.Action != advisorv1alpha1.ActionApply || a == nil || st.PlanHash == "" || a.ApprovedPlanHash != st.PlanHash {
+		return false
+	}
+	if spec.ApprovedPlanHash != "" && spec.ApprovedPlanHash != st.PlanHash {
+		return false
+	}
+	if a.CorrectionsOnly {
+		return spec.BypassOptimisticLock && it.Applied != nil &&
+			it.Applied.DesiredHash == plan.DesiredHash([]advisorv1alpha1.PlanItem{{Name: it.Name, DesiredState: it.DesiredState}})
+	}
+	return a.ApprovedGeneration >= a.MinGeneration
+}
+
+// sameContent tells whether a server-side apply body is the item's desired state, but for
+// the resourceVersion that guards it and the fields the user took back (sent with their
+// live values).
+func sameContent(it advisorv1alpha1.PlanItem, body []byte) bool {
+	if it.DesiredState == nil {
+		return false
+	}
+	var sent, desired map[string]any
+	if json.Unmarshal(body, &sent) != nil || json.Unmarshal(it.DesiredState.Raw, &desired) != nil {
+		return false
+	}
+	for _, m := range []map[string]any{sent, desired} {
+		if md, ok := m["metadata"].(map[string]any); ok {
+			delete(md, "resourceVersion")
+		}
+		for _, ptr := range it.IgnoredFields {
+			dropPointer(m, ptr)
+		}
+	}
+	return equality.Semantic.DeepEqual(sent, desired)
+}
+
+// dropPointer removes the field an RFC 6901 pointer names from obj (maps only).
+func dropPointer(obj map[string]any, ptr string) {
+	tokens := strings.Split(strings.TrimPrefix(ptr, "/"), "/")
+	cur := obj
+	for i, t := range tokens {
+		t = strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
+		if i == len(tokens)-1 {
+			delete(cur, t)
+			return
+		}
+		next, ok := cur[t].(map[string]any)
+		if !ok {
+			return
+		}
+		cur = next
+	}
+}

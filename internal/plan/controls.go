@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -18,9 +19,9 @@ const (
 	ModeAnnotation = "advisor.kubevirt.io/mode"
 	// ModeUnmanaged is the value of ModeAnnotation that opts the target out.
 	ModeUnmanaged = "unmanaged"
-	// IgnoreFieldsAnnotation lists RFC 6901 JSON pointers, comma-separated, of fields left
-	// to the user: they are left out of the desired state, the diff, the managed paths and
-	// drift.
+	// IgnoreFieldsAnnotation lists RFC 6901 JSON pointers of fields left to the user,
+	// comma-separated or as a JSON array of strings: they are left out of the desired state,
+	// the diff, the managed paths and drift.
 	IgnoreFieldsAnnotation = "advisor.kubevirt.io/ignore-fields"
 	// PatchAnnotation is an RFC 6902 JSON patch applied to the desired object in memory.
 	PatchAnnotation = "advisor.kubevirt.io/patch"
@@ -123,10 +124,13 @@ func ReadControls(live *unstructured.Unstructured) (Controls, error) {
 		return c, &ControlError{ModeAnnotation, fmt.Sprintf("unknown mode %q: set it to %q to opt the object out, or remove it", mode, ModeUnmanaged)}
 	}
 	if raw, ok := ann[IgnoreFieldsAnnotation]; ok {
+		entries, err := ignoreEntries(raw)
+		if err != nil {
+			return c, &ControlError{IgnoreFieldsAnnotation, err.Error()}
+		}
 		seen := map[string]bool{}
-		for _, s := range strings.Split(raw, ",") {
-			s = strings.TrimSpace(s)
-			if s == "" || seen[s] {
+		for _, s := range entries {
+			if seen[s] {
 				continue
 			}
 			seen[s] = true
@@ -178,6 +182,39 @@ func ReadControls(live *unstructured.Unstructured) (Controls, error) {
 		c.Patch = patch
 	}
 	return c, nil
+}
+
+// ignoreEntries splits an ignore-fields value into its pointers. A value that starts with
+// [ (spaces aside) is a JSON array of pointer strings, taken as written, so a pointer may
+// name a key that holds a comma; any other value lists them comma-separated, each trimmed
+// and empty entries left out.
+func ignoreEntries(raw string) ([]string, error) {
+	trimmed := strings.TrimSpace(raw)
+	if !strings.HasPrefix(trimmed, "[") {
+		var out []string
+		for _, s := range strings.Split(raw, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				out = append(out, s)
+			}
+		}
+		return out, nil
+	}
+	malformed := func(err error) error {
+		return fmt.Errorf(`a value that starts with [ must be a JSON array of RFC 6901 pointer strings, e.g. ["/spec/a","/spec/b"]: %v`, err)
+	}
+	var list []any
+	if err := json.Unmarshal([]byte(trimmed), &list); err != nil {
+		return nil, malformed(err)
+	}
+	out := make([]string, len(list))
+	for i, v := range list {
+		s, ok := v.(string)
+		if !ok {
+			return nil, malformed(fmt.Errorf("entry %d is not a string", i))
+		}
+		out[i] = s
+	}
+	return out, nil
 }
 
 // apply returns desired with the patch applied and the ignored fields handed to the user:

@@ -27,6 +27,14 @@ const (
 	PatchAnnotation = "advisor.kubevirt.io/patch"
 )
 
+// maxPatchedSize bounds, in bytes, the serialized desired object a patch annotation may
+// make. A copy operation duplicates a subtree, so a patch of a few hundred bytes could
+// double the object again and again, to gigabytes; and the patched object is shown in the
+// config's status twice (desired state and diff), next to the other items of the plan,
+// which must all fit in one request to the API server (1.5 MiB). The copies of one patch
+// are bounded by the same figure, so an oversize patch stops at the copy that passes it.
+const maxPatchedSize = 32 << 10
+
 // controlKeys are the annotations that change what a plan does with a target.
 var controlKeys = []string{ModeAnnotation, IgnoreFieldsAnnotation, PatchAnnotation}
 
@@ -228,9 +236,19 @@ func (c Controls) apply(desired, live *unstructured.Unstructured) (*unstructured
 		if err != nil {
 			return nil, nil, fmt.Errorf("encode desired %s: %w", describe(desired), err)
 		}
-		patched, err := c.Patch.Apply(raw)
-		if err != nil {
+		opts := jsonpatch.NewApplyOptions()
+		opts.AccumulatedCopySizeLimit = maxPatchedSize
+		patched, err := c.Patch.ApplyWithOptions(raw, opts)
+		var tooMuch *jsonpatch.AccumulatedCopySizeError
+		switch {
+		case errors.As(err, &tooMuch):
+			return nil, nil, &ControlError{PatchAnnotation, fmt.Sprintf(
+				"its copy operations copy more than the limit of %d bytes (%d KiB) a patched object may have", maxPatchedSize, maxPatchedSize>>10)}
+		case err != nil:
 			return nil, nil, &ControlError{PatchAnnotation, "cannot apply it to the desired object: " + err.Error()}
+		case len(patched) > maxPatchedSize && len(patched) > len(raw):
+			return nil, nil, &ControlError{PatchAnnotation, fmt.Sprintf(
+				"it makes the desired object %d bytes, more than the limit of %d bytes (%d KiB) a patched object may have", len(patched), maxPatchedSize, maxPatchedSize>>10)}
 		}
 		out = &unstructured.Unstructured{}
 		if err := out.UnmarshalJSON(patched); err != nil {

@@ -26,9 +26,7 @@ func IsPermanent(err error) bool {
 		return false
 	case errors.Is(err, ErrInvalidPlan), meta.IsNoMatchError(err):
 		return true
-	case apierrors.IsInternalError(err) && strings.Contains(err.Error(), "field not declared in schema"):
-		// Server-side apply reports a desired state that does not fit the served schema
-		// as an internal error; it fails the same way every time.
+	case schemaMismatch(err):
 		return true
 	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err), apierrors.IsForbidden(err),
 		apierrors.IsNotFound(err), apierrors.IsMethodNotSupported(err), apierrors.IsNotAcceptable(err),
@@ -36,6 +34,17 @@ func IsPermanent(err error) bool {
 		return true
 	}
 	return false
+}
+
+// schemaMismatch tells the internal error by which server-side apply reports an applied
+// object that does not fit the served schema (a field it does not declare, a value of the
+// wrong type): it fails the same way every time.
+func schemaMismatch(err error) bool {
+	if !apierrors.IsInternalError(err) {
+		return false
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "failed to create typed patch object") || strings.Contains(msg, "field not declared in schema")
 }
 
 // NotServedAsUnavailable turns the 404 of a resource the API server does not serve into

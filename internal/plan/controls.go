@@ -8,8 +8,11 @@ import (
 	"strings"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
 )
 
 // The user-control annotations an administrator puts on a target to take back control of
@@ -225,6 +228,20 @@ func ignoreEntries(raw string) ([]string, error) {
 	return out, nil
 }
 
+// refusedPatch is the error of a patch that makes a desired object the API server refuses
+// (err, its answer to the dry-run).
+func refusedPatch(err error) *ControlError {
+	return &ControlError{PatchAnnotation, "the API server refuses the desired object it makes: " + serverMessage(err)}
+}
+
+// badAnnotation skips an item for a malformed, forbidden or refused user-control
+// annotation on its target, with a BadAnnotation Event.
+func badAnnotation(pi advisorv1alpha1.PlanItem, desired *unstructured.Unstructured, ce *ControlError) (advisorv1alpha1.PlanItem, []Note, error) {
+	msg := fmt.Sprintf("not planned: %s on %s: %v. Fix or remove the annotation; the other items are not affected",
+		ce.Annotation, describe(desired), ce)
+	return skipped(pi, msg), []Note{{corev1.EventTypeWarning, advisorv1alpha1.EventBadAnnotation, fmt.Sprintf("item %s: %s", pi.Name, msg), pi.Name}}, nil
+}
+
 // apply returns desired with the patch applied and the ignored fields handed to the user:
 // an ignored field takes its live value (so the apply neither changes nor removes it) or
 // is left out when the target does not have it. It also returns the managed paths, without
@@ -293,6 +310,16 @@ func (c Controls) apply(desired, live *unstructured.Unstructured) (*unstructured
 		}
 	}
 	return out, paths, nil
+}
+
+// patchChanges tells whether the patch made adjusted, the result of apply on desired,
+// differ from what desired becomes without it.
+func (c Controls) patchChanges(desired, live, adjusted *unstructured.Unstructured) bool {
+	if len(c.Patch) == 0 {
+		return false
+	}
+	unpatched, _, err := Controls{Ignore: c.Ignore}.apply(desired, live)
+	return err != nil || !jsonEqual(unpatched.Object, adjusted.Object)
 }
 
 // IgnoredFieldStrings lists the ignored pointers for status.

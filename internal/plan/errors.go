@@ -47,6 +47,13 @@ func schemaMismatch(err error) bool {
 	return strings.Contains(msg, "failed to create typed patch object") || strings.Contains(msg, "field not declared in schema")
 }
 
+// refusesObject tells the API server's answer that the object sent is itself invalid: it
+// breaks the schema, a validation rule or the request format. A passing failure, a
+// missing permission or an unserved kind is not the object's fault.
+func refusesObject(err error) bool {
+	return apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || schemaMismatch(err)
+}
+
 // NotServedAsUnavailable turns the 404 of a resource the API server does not serve into
 // a passing error, and leaves every other error as it is. apierrors.IsNotFound cannot tell
 // that 404 from an object that does not exist, and taking it for one would draft a plan
@@ -92,12 +99,16 @@ func asRejection(desired *unstructured.Unstructured, verb string, err error) (bo
 		return true, fmt.Sprintf("the cluster does not serve %s (%s): install %s",
 			desired.GetKind(), desired.GetAPIVersion(), targets.OperatorOf(desired.GroupVersionKind().GroupKind()))
 	}
-	reason := err.Error()
+	return true, fmt.Sprintf("the API server refused the %s of %s: %s", verb, describe(desired), serverMessage(err))
+}
+
+// serverMessage is what the API server said, without the client's wrapping.
+func serverMessage(err error) string {
 	var status apierrors.APIStatus
 	if errors.As(err, &status) && status.Status().Message != "" {
-		reason = status.Status().Message
+		return status.Status().Message
 	}
-	return true, fmt.Sprintf("the API server refused the %s of %s: %s", verb, describe(desired), reason)
+	return err.Error()
 }
 
 // FailureMessage is the item message for a failed apply.

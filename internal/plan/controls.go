@@ -1,14 +1,18 @@
 package plan
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
 	"strings"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
 )
 
 // The user-control annotations an administrator puts on a target to take back control of
@@ -18,13 +22,21 @@ const (
 	ModeAnnotation = "advisor.kubevirt.io/mode"
 	// ModeUnmanaged is the value of ModeAnnotation that opts the target out.
 	ModeUnmanaged = "unmanaged"
-	// IgnoreFieldsAnnotation lists RFC 6901 JSON pointers, comma-separated, of fields left
-	// to the user: they are left out of the desired state, the diff, the managed paths and
-	// drift.
+	// IgnoreFieldsAnnotation lists RFC 6901 JSON pointers of fields left to the user,
+	// comma-separated or as a JSON array of strings: they are left out of the desired state,
+	// the diff, the managed paths and drift.
 	IgnoreFieldsAnnotation = "advisor.kubevirt.io/ignore-fields"
 	// PatchAnnotation is an RFC 6902 JSON patch applied to the desired object in memory.
 	PatchAnnotation = "advisor.kubevirt.io/patch"
 )
+
+// maxPatchedSize bounds, in bytes, the serialized desired object a patch annotation may
+// make. A copy operation duplicates a subtree, so a patch of a few hundred bytes could
+// double the object again and again, to gigabytes; and the patched object is shown in the
+// config's status twice (desired state and diff), next to the other items of the plan,
+// which must all fit in one request to the API server (1.5 MiB). The copies of one patch
+// are bounded by the same figure, so an oversize patch stops at the copy that passes it.
+const maxPatchedSize = 32 << 10
 
 // controlKeys are the annotations that change what a plan does with a target.
 var controlKeys = []string{ModeAnnotation, IgnoreFieldsAnnotation, PatchAnnotation}
@@ -123,10 +135,13 @@ func ReadControls(live *unstructured.Unstructured) (Controls, error) {
 		return c, &ControlError{ModeAnnotation, fmt.Sprintf("unknown mode %q: set it to %q to opt the object out, or remove it", mode, ModeUnmanaged)}
 	}
 	if raw, ok := ann[IgnoreFieldsAnnotation]; ok {
+		entries, err := ignoreEntries(raw)
+		if err != nil {
+			return c, &ControlError{IgnoreFieldsAnnotation, err.Error()}
+		}
 		seen := map[string]bool{}
-		for _, s := range strings.Split(raw, ",") {
-			s = strings.TrimSpace(s)
-			if s == "" || seen[s] {
+		for _, s := range entries {
+			if seen[s] {
 				continue
 			}
 			seen[s] = true
@@ -180,6 +195,53 @@ func ReadControls(live *unstructured.Unstructured) (Controls, error) {
 	return c, nil
 }
 
+// ignoreEntries splits an ignore-fields value into its pointers. A value that starts with
+// [ (spaces aside) is a JSON array of pointer strings, taken as written, so a pointer may
+// name a key that holds a comma; any other value lists them comma-separated, each trimmed
+// and empty entries left out.
+func ignoreEntries(raw string) ([]string, error) {
+	trimmed := strings.TrimSpace(raw)
+	if !strings.HasPrefix(trimmed, "[") {
+		var out []string
+		for _, s := range strings.Split(raw, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				out = append(out, s)
+			}
+		}
+		return out, nil
+	}
+	malformed := func(err error) error {
+		return fmt.Errorf(`a value that starts with [ must be a JSON array of RFC 6901 pointer strings, e.g. ["/spec/a","/spec/b"]: %v`, err)
+	}
+	var list []any
+	if err := json.Unmarshal([]byte(trimmed), &list); err != nil {
+		return nil, malformed(err)
+	}
+	out := make([]string, len(list))
+	for i, v := range list {
+		s, ok := v.(string)
+		if !ok {
+			return nil, malformed(fmt.Errorf("entry %d is not a string", i))
+		}
+		out[i] = s
+	}
+	return out, nil
+}
+
+// refusedPatch is the error of a patch that makes a desired object the API server refuses
+// (err, its answer to the dry-run).
+func refusedPatch(err error) *ControlError {
+	return &ControlError{PatchAnnotation, "the API server refuses the desired object it makes: " + serverMessage(err)}
+}
+
+// badAnnotation skips an item for a malformed, forbidden or refused user-control
+// annotation on its target, with a BadAnnotation Event.
+func badAnnotation(pi advisorv1alpha1.PlanItem, desired *unstructured.Unstructured, ce *ControlError) (advisorv1alpha1.PlanItem, []Note, error) {
+	msg := fmt.Sprintf("not planned: %s on %s: %v. Fix or remove the annotation; the other items are not affected",
+		ce.Annotation, describe(desired), ce)
+	return skipped(pi, msg), []Note{{corev1.EventTypeWarning, advisorv1alpha1.EventBadAnnotation, fmt.Sprintf("item %s: %s", pi.Name, msg), pi.Name}}, nil
+}
+
 // apply returns desired with the patch applied and the ignored fields handed to the user:
 // an ignored field takes its live value (so the apply neither changes nor removes it) or
 // is left out when the target does not have it. It also returns the managed paths, without
@@ -191,9 +253,19 @@ func (c Controls) apply(desired, live *unstructured.Unstructured) (*unstructured
 		if err != nil {
 			return nil, nil, fmt.Errorf("encode desired %s: %w", describe(desired), err)
 		}
-		patched, err := c.Patch.Apply(raw)
-		if err != nil {
+		opts := jsonpatch.NewApplyOptions()
+		opts.AccumulatedCopySizeLimit = maxPatchedSize
+		patched, err := c.Patch.ApplyWithOptions(raw, opts)
+		var tooMuch *jsonpatch.AccumulatedCopySizeError
+		switch {
+		case errors.As(err, &tooMuch):
+			return nil, nil, &ControlError{PatchAnnotation, fmt.Sprintf(
+				"its copy operations copy more than the limit of %d bytes (%d KiB) a patched object may have", maxPatchedSize, maxPatchedSize>>10)}
+		case err != nil:
 			return nil, nil, &ControlError{PatchAnnotation, "cannot apply it to the desired object: " + err.Error()}
+		case len(patched) > maxPatchedSize && len(patched) > len(raw):
+			return nil, nil, &ControlError{PatchAnnotation, fmt.Sprintf(
+				"it makes the desired object %d bytes, more than the limit of %d bytes (%d KiB) a patched object may have", len(patched), maxPatchedSize, maxPatchedSize>>10)}
 		}
 		out = &unstructured.Unstructured{}
 		if err := out.UnmarshalJSON(patched); err != nil {
@@ -238,6 +310,16 @@ func (c Controls) apply(desired, live *unstructured.Unstructured) (*unstructured
 		}
 	}
 	return out, paths, nil
+}
+
+// patchChanges tells whether the patch made adjusted, the result of apply on desired,
+// differ from what desired becomes without it.
+func (c Controls) patchChanges(desired, live, adjusted *unstructured.Unstructured) bool {
+	if len(c.Patch) == 0 {
+		return false
+	}
+	unpatched, _, err := Controls{Ignore: c.Ignore}.apply(desired, live)
+	return err != nil || !jsonEqual(unpatched.Object, adjusted.Object)
 }
 
 // IgnoredFieldStrings lists the ignored pointers for status.

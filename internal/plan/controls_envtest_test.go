@@ -351,6 +351,75 @@ profiles: [AffinityAndTaints]
 		})
 	})
 
+	DescribeTable("skips an item whose patch annotation makes a desired state the API server refuses, naming the annotation, the target and the server's complaint, with a BadAnnotation note, and drafts the other item of the plan normally",
+		func(patch, complaint string) {
+			target := withAnnotations(descheduler(adminSpec), map[string]string{plan.PatchAnnotation: patch})
+			createAsOtherManager(target)
+			before := live(target)
+			other := psiItem("99-worker-psi-beside-refused-patch")
+			cleanUp(other.Desired)
+
+			p := draftPlan(deschedulerItem(), other)
+
+			bad := p.Items[0]
+			Expect(bad.Name).To(Equal("enable-load-aware-descheduling"))
+			Expect(bad.State).To(Equal(advisorv1alpha1.ItemSkipped), bad.Message)
+			Expect(bad.Message).To(HavePrefix("not planned: advisor.kubevirt.io/patch on KubeDescheduler openshift-kube-descheduler-operator/cluster: " +
+				"annotation advisor.kubevirt.io/patch: the API server refuses the desired object it makes: "))
+			Expect(bad.Message).To(ContainSubstring(complaint))
+			Expect(bad.Message).To(HaveSuffix("Fix or remove the annotation; the other items are not affected"))
+			Expect(bad.Diff).To(BeEmpty())
+			Expect(bad.ManagedFields).To(BeEmpty())
+			Expect(bad.ImpactSeverity).To(Equal(advisorv1alpha1.ImpactLow))
+			Expect(bad.ControlsHash).NotTo(BeEmpty(), "fixing or removing the annotation drafts the plan again")
+
+			Expect(p.Notes).To(HaveLen(1))
+			Expect(p.Notes).To(ContainElement(badAnnotationNote("enable-load-aware-descheduling", complaint)))
+
+			expectDraftedNormally(p.Items[1], "99-worker-psi-beside-refused-patch")
+			expectAbsent(other.Desired)
+			Expect(live(target).GetResourceVersion()).To(Equal(before.GetResourceVersion()))
+		},
+		Entry("a mode outside the enum",
+			`[{"op":"replace","path":"/spec/mode","value":"Sometimes"}]`,
+			`Unsupported value: "Sometimes"`),
+		Entry("mutually exclusive profiles (CEL rule of the 4.20 CRD)",
+			`[{"op":"replace","path":"/spec/profiles","value":["LongLifecycle","KubeVirtRelieveAndMigrate"]}]`,
+			"cannot declare LongLifecycle and KubeVirtRelieveAndMigrate profiles simultaneously"),
+		Entry("a value of the wrong type",
+			`[{"op":"replace","path":"/spec/deschedulingIntervalSeconds","value":"hourly"}]`,
+			"spec.deschedulingIntervalSeconds"),
+		// Server-side apply answers a field the schema does not declare with a 500.
+		Entry("a field the CRD does not declare",
+			`[{"op":"add","path":"/spec/devNotInThisGeneration","value":true}]`,
+			".spec.devNotInThisGeneration: field not declared in schema"),
+	)
+
+	DescribeTable("fails an item the API server refuses as today when its patch annotation did not change what it plans",
+		func(annotations map[string]string) {
+			target := withAnnotations(descheduler(adminSpec), annotations)
+			createAsOtherManager(target)
+			item := deschedulerItem()
+			item.Desired = descheduler("managementState: Managed\nprofiles: [LongLifecycle, KubeVirtRelieveAndMigrate]")
+
+			p := draftPlan(item)
+
+			refused := p.Items[0]
+			Expect(refused.State).To(Equal(advisorv1alpha1.ItemFailed))
+			Expect(refused.Message).To(HavePrefix("the API server refused the dry-run of KubeDescheduler openshift-kube-descheduler-operator/cluster: "))
+			Expect(refused.Message).To(ContainSubstring("cannot declare LongLifecycle and KubeVirtRelieveAndMigrate profiles simultaneously"))
+			Expect(refused.Message).NotTo(ContainSubstring(plan.PatchAnnotation))
+			Expect(p.Notes).To(HaveLen(1))
+			Expect(p.Notes[0].Reason).To(Equal(advisorv1alpha1.EventItemRejected))
+		},
+		Entry("a patch whose only operation is a test that passes",
+			map[string]string{plan.PatchAnnotation: `[{"op":"test","path":"/spec/managementState","value":"Managed"}]`}),
+		Entry("a patch that sets a value the profile already sets",
+			map[string]string{plan.PatchAnnotation: `[{"op":"replace","path":"/spec/managementState","value":"Managed"}]`}),
+		Entry("ignore-fields, and no patch",
+			map[string]string{plan.IgnoreFieldsAnnotation: "/spec/logLevel"}),
+	)
+
 	DescribeTable("skips an item whose target carries a bad annotation, with a BadAnnotation note, and drafts the other item of the plan normally",
 		func(annotations map[string]string, fragment string) {
 			target := withAnnotations(descheduler(adminSpec), annotations)

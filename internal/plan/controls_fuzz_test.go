@@ -52,6 +52,11 @@ func FuzzReadControls(f *testing.F) {
 	f.Add("", "/spec/a~2", "", uint8(withIgnore), uint8(0))
 	f.Add("", "spec/mode", "", uint8(withIgnore), uint8(0))
 	f.Add("", "/", "", uint8(withIgnore), uint8(0))
+	f.Add("", ` ["/spec/mode", "/metadata/annotations/example.com~1a,b", "/spec/mode"] `, "", uint8(withIgnore), uint8(0))
+	f.Add("", `["/spec/mode", null]`, "", uint8(withIgnore), uint8(1))
+	f.Add("", `["/metadata/name"]`, "", uint8(withIgnore), uint8(0))
+	f.Add("", `[/spec/mode]`, "", uint8(withIgnore), uint8(0))
+	f.Add("", `[""]`, "", uint8(withIgnore), uint8(0))
 	f.Add("", "", `[{"op":"move","from":"/metadata/name","path":"/spec/name"}]`, uint8(withPatch), uint8(0))
 	f.Add("", "", `[{"op":"add","path":"/spec/kernelArguments/-","value":"x"}]`, uint8(withPatch), uint8(3))
 	f.Add("", "", `[{"op":"add","path":"/rules/0","value":{}}]`, uint8(withPatch), uint8(6))
@@ -131,7 +136,7 @@ func checkControls(t *testing.T, c plan.Controls, live *unstructured.Unstructure
 	}
 	var want []string
 	if raw, ok := ann[plan.IgnoreFieldsAnnotation]; ok {
-		want = ignoreEntries(raw)
+		want, _ = ignoreEntries(raw)
 	}
 	slices.Sort(want)
 	got := c.IgnoredFieldStrings()
@@ -159,15 +164,32 @@ func checkControls(t *testing.T, c plan.Controls, live *unstructured.Unstructure
 	}
 }
 
-// ignoreEntries are the distinct pointers an ignore-fields value lists.
-func ignoreEntries(raw string) []string {
-	var out []string
+// ignoreEntries are the distinct pointers an ignore-fields value lists: a JSON array of
+// strings when the value starts with [ (spaces aside), taken as written; otherwise the
+// comma-separated entries, trimmed, empty ones left out. ok is false for a value that
+// starts with [ but is no JSON array of strings.
+func ignoreEntries(raw string) (out []string, ok bool) {
+	if trimmed := strings.TrimSpace(raw); strings.HasPrefix(trimmed, "[") {
+		var list []*string
+		if err := json.Unmarshal([]byte(trimmed), &list); err != nil {
+			return nil, false
+		}
+		for _, s := range list {
+			if s == nil {
+				return nil, false
+			}
+			if !slices.Contains(out, *s) {
+				out = append(out, *s)
+			}
+		}
+		return out, true
+	}
 	for _, s := range strings.Split(raw, ",") {
 		if s = strings.TrimSpace(s); s != "" && !slices.Contains(out, s) {
 			out = append(out, s)
 		}
 	}
-	return out
+	return out, true
 }
 
 // expectedControlError is the first user-control annotation of live, in the order the
@@ -178,7 +200,11 @@ func expectedControlError(live *unstructured.Unstructured) string {
 		return plan.ModeAnnotation
 	}
 	if raw, ok := ann[plan.IgnoreFieldsAnnotation]; ok {
-		for _, s := range ignoreEntries(raw) {
+		entries, wellFormed := ignoreEntries(raw)
+		if !wellFormed {
+			return plan.IgnoreFieldsAnnotation
+		}
+		for _, s := range entries {
 			tokens, ok := pointerTokens(s)
 			if !ok {
 				return plan.IgnoreFieldsAnnotation

@@ -107,6 +107,20 @@ func TestReadControls(t *testing.T) {
 			annotations: map[string]string{plan.IgnoreFieldsAnnotation: " , "},
 		},
 		{
+			name:        "ignore-fields as a JSON list, naming a key that holds a comma",
+			annotations: map[string]string{plan.IgnoreFieldsAnnotation: `["/spec/mode", "/metadata/annotations/example.com~1a,b"]`},
+			ignore:      []string{"/metadata/annotations/example.com~1a,b", "/spec/mode"},
+		},
+		{
+			name:        "ignore-fields as a JSON list with spaces around it and a duplicate",
+			annotations: map[string]string{plan.IgnoreFieldsAnnotation: " \n [\"/spec/mode\",\n \"/spec/logLevel\", \"/spec/mode\"] "},
+			ignore:      []string{"/spec/logLevel", "/spec/mode"},
+		},
+		{
+			name:        "ignore-fields as an empty JSON list ignores nothing",
+			annotations: map[string]string{plan.IgnoreFieldsAnnotation: "[]"},
+		},
+		{
 			name:        "a valid patch",
 			annotations: map[string]string{plan.PatchAnnotation: `[{"op":"replace","path":"/spec/mode","value":"Predictive"},{"op":"add","path":"/spec/logLevel","value":"Debug"}]`},
 			patchOps:    2,
@@ -152,6 +166,25 @@ func TestReadControls(t *testing.T) {
 		g.Expect(c.Ignore[0].Tokens()).To(Equal([]string{"metadata", "annotations", "example.com/team"}))
 		g.Expect(c.Ignore[1].Tokens()).To(Equal([]string{"spec", "a~b~1"}))
 		g.Expect(c.Ignore[2].Tokens()).To(Equal([]string{"spec", "profiles", "0"}))
+	})
+
+	t.Run("unescapes the tokens of a pointer of the JSON list form, keeping the comma of a key", func(t *testing.T) {
+		g := NewWithT(t)
+		c, err := plan.ReadControls(annotatedDescheduler(map[string]string{
+			plan.IgnoreFieldsAnnotation: `["/metadata/annotations/example.com~1a,b", "/spec/with space"]`,
+		}))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(c.Ignore).To(HaveLen(2))
+		g.Expect(c.Ignore[0].Tokens()).To(Equal([]string{"metadata", "annotations", "example.com/a,b"}))
+		g.Expect(c.Ignore[1].Tokens()).To(Equal([]string{"spec", "with space"}), "a pointer of the list is taken as written")
+	})
+
+	t.Run("splits the comma-separated form at every comma, so only the JSON list form names a key with a comma", func(t *testing.T) {
+		g := NewWithT(t)
+		_, err := plan.ReadControls(annotatedDescheduler(map[string]string{
+			plan.IgnoreFieldsAnnotation: "/spec/a,b",
+		}))
+		g.Expect(err).To(MatchError(ContainSubstring(`"b" must start with /`)))
 	})
 
 	refused := []struct {
@@ -226,6 +259,48 @@ func TestReadControls(t *testing.T) {
 			annotations: map[string]string{plan.IgnoreFieldsAnnotation: "/metadata/annotations/advisor.kubevirt.io~1profile.load-aware-rebalancing"},
 			annotation:  plan.IgnoreFieldsAnnotation,
 			fragment:    "which the operator needs",
+		},
+		{
+			name:        "ignore-fields starting with [ that is not a JSON list",
+			annotations: map[string]string{plan.IgnoreFieldsAnnotation: "[/spec/mode,/spec/logLevel]"},
+			annotation:  plan.IgnoreFieldsAnnotation,
+			fragment:    "a value that starts with [ must be a JSON array of RFC 6901 pointer strings",
+		},
+		{
+			name:        "ignore-fields as a JSON list holding a number",
+			annotations: map[string]string{plan.IgnoreFieldsAnnotation: `["/spec/mode", 3]`},
+			annotation:  plan.IgnoreFieldsAnnotation,
+			fragment:    "a value that starts with [ must be a JSON array of RFC 6901 pointer strings",
+		},
+		{
+			name:        "ignore-fields as a JSON list holding null",
+			annotations: map[string]string{plan.IgnoreFieldsAnnotation: `["/spec/mode", null]`},
+			annotation:  plan.IgnoreFieldsAnnotation,
+			fragment:    "a value that starts with [ must be a JSON array of RFC 6901 pointer strings",
+		},
+		{
+			name:        "ignore-fields as a JSON list with text after it",
+			annotations: map[string]string{plan.IgnoreFieldsAnnotation: `["/spec/mode"],/spec/logLevel`},
+			annotation:  plan.IgnoreFieldsAnnotation,
+			fragment:    "a value that starts with [ must be a JSON array of RFC 6901 pointer strings",
+		},
+		{
+			name:        "ignore-fields as a JSON list holding a pointer without a leading slash",
+			annotations: map[string]string{plan.IgnoreFieldsAnnotation: `["/spec/mode", "spec/logLevel"]`},
+			annotation:  plan.IgnoreFieldsAnnotation,
+			fragment:    `"spec/logLevel" must start with /`,
+		},
+		{
+			name:        "ignore-fields as a JSON list holding an empty pointer (the whole object)",
+			annotations: map[string]string{plan.IgnoreFieldsAnnotation: `[""]`},
+			annotation:  plan.IgnoreFieldsAnnotation,
+			fragment:    "names the whole object",
+		},
+		{
+			name:        "ignore-fields as a JSON list naming metadata.name",
+			annotations: map[string]string{plan.IgnoreFieldsAnnotation: `["/metadata/name"]`},
+			annotation:  plan.IgnoreFieldsAnnotation,
+			fragment:    "touches metadata/name, which the operator needs",
 		},
 		{
 			name:        "a patch that is not JSON",

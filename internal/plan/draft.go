@@ -283,6 +283,7 @@ func (e *Engine) draftItem(ctx context.Context, rec *Recorder, profile, manager 
 	if live != nil {
 		pi.ControlsHash = controlsHash(live)
 	}
+	rendered := desired
 	controls, err := ReadControls(live)
 	if err == nil && !controls.Unmanaged {
 		var adjusted *unstructured.Unstructured
@@ -296,9 +297,7 @@ func (e *Engine) draftItem(ctx context.Context, rec *Recorder, profile, manager 
 		if !IsControlError(err) {
 			return pi, nil, err
 		}
-		msg := fmt.Sprintf("not planned: %s on %s: %v. Fix or remove the annotation; the other items are not affected",
-			err.(*ControlError).Annotation, describe(desired), err)
-		return skipped(pi, msg), []Note{{corev1.EventTypeWarning, advisorv1alpha1.EventBadAnnotation, fmt.Sprintf("item %s: %s", it.Name, msg), it.Name}}, nil
+		return badAnnotation(pi, desired, err.(*ControlError))
 	}
 	if controls.Unmanaged {
 		return skipped(pi, fmt.Sprintf("left alone: %s is annotated %s: %s", describe(desired), ModeAnnotation, ModeUnmanaged)), nil, nil
@@ -306,6 +305,10 @@ func (e *Engine) draftItem(ctx context.Context, rec *Recorder, profile, manager 
 	pi.IgnoredFields = controls.IgnoredFieldStrings()
 	c, err := e.check(ctx, manager, desired, live, pi)
 	if err != nil {
+		if refusesObject(err) && controls.patchChanges(rendered, live, desired) {
+			// The object refused is the annotation's doing: only its item is not planned.
+			return badAnnotation(pi, desired, refusedPatch(err))
+		}
 		if rejected, msg := asRejection(desired, "dry-run", err); rejected {
 			pi.State = advisorv1alpha1.ItemFailed
 			pi.Message = msg

@@ -337,6 +337,10 @@ var _ = Describe("Engine.Draft", func() {
 		Entry("a field the CRD does not declare",
 			"mode: Automatic\ndevNotInThisGeneration: true",
 			".spec.devNotInThisGeneration: field not declared in schema"),
+		// And a value of the wrong type with a 500 too.
+		Entry("a value of the wrong type",
+			"mode: Automatic\ndeschedulingIntervalSeconds: hourly",
+			".spec.deschedulingIntervalSeconds: expected numeric (int or float), got string"),
 	)
 
 	It("fails an item whose kind the cluster does not serve, telling to install its operator", func() {
@@ -585,6 +589,10 @@ var _ = Describe("IsPermanent", func() {
 		Entry("a server-side apply schema mismatch (reported as a 500) is permanent", &apierrors.StatusError{ErrStatus: metav1.Status{
 			Status: metav1.StatusFailure, Code: 500,
 			Message: "failed to create typed patch object (ns/cluster; operator.openshift.io/v1, Kind=KubeDescheduler): .spec.bogus: field not declared in schema",
+		}}, true),
+		Entry("a server-side apply type mismatch (reported as a 500) is permanent", &apierrors.StatusError{ErrStatus: metav1.Status{
+			Status: metav1.StatusFailure, Code: 500,
+			Message: "failed to create typed patch object (ns/cluster; operator.openshift.io/v1, Kind=KubeDescheduler): .spec.deschedulingIntervalSeconds: expected numeric (int or float), got string",
 		}}, true),
 		Entry("a server timeout passes", apierrors.NewServerTimeout(gr, "patch", 2), false),
 		Entry("a request timeout passes", apierrors.NewTimeoutError("request did not complete", 2), false),

@@ -26,9 +26,7 @@ func IsPermanent(err error) bool {
 		return false
 	case errors.Is(err, ErrInvalidPlan), meta.IsNoMatchError(err):
 		return true
-	case apierrors.IsInternalError(err) && strings.Contains(err.Error(), "field not declared in schema"):
-		// Server-side apply reports a desired state that does not fit the served schema
-		// as an internal error; it fails the same way every time.
+	case schemaMismatch(err):
 		return true
 	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err), apierrors.IsForbidden(err),
 		apierrors.IsNotFound(err), apierrors.IsMethodNotSupported(err), apierrors.IsNotAcceptable(err),
@@ -36,6 +34,24 @@ func IsPermanent(err error) bool {
 		return true
 	}
 	return false
+}
+
+// schemaMismatch tells the internal error by which server-side apply reports an applied
+// object that does not fit the served schema (a field it does not declare, a value of the
+// wrong type): it fails the same way every time.
+func schemaMismatch(err error) bool {
+	if !apierrors.IsInternalError(err) {
+		return false
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "failed to create typed patch object") || strings.Contains(msg, "field not declared in schema")
+}
+
+// refusesObject tells the API server's answer that the object sent is itself invalid: it
+// breaks the schema, a validation rule or the request format. A passing failure, a
+// missing permission or an unserved kind is not the object's fault.
+func refusesObject(err error) bool {
+	return apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || schemaMismatch(err)
 }
 
 // NotServedAsUnavailable turns the 404 of a resource the API server does not serve into
@@ -83,12 +99,16 @@ func asRejection(desired *unstructured.Unstructured, verb string, err error) (bo
 		return true, fmt.Sprintf("the cluster does not serve %s (%s): install %s",
 			desired.GetKind(), desired.GetAPIVersion(), targets.OperatorOf(desired.GroupVersionKind().GroupKind()))
 	}
-	reason := err.Error()
+	return true, fmt.Sprintf("the API server refused the %s of %s: %s", verb, describe(desired), serverMessage(err))
+}
+
+// serverMessage is what the API server said, without the client's wrapping.
+func serverMessage(err error) string {
 	var status apierrors.APIStatus
 	if errors.As(err, &status) && status.Status().Message != "" {
-		reason = status.Status().Message
+		return status.Status().Message
 	}
-	return true, fmt.Sprintf("the API server refused the %s of %s: %s", verb, describe(desired), reason)
+	return err.Error()
 }
 
 // FailureMessage is the item message for a failed apply.

@@ -8,7 +8,9 @@
 # KubeletConfigs whose machineConfigPoolSelector selects the pool become one MachineConfig,
 # 99-<pool>-generated-kubelet, whose file holds their specs (so a changed KubeletConfig
 # renders a new configuration), and each is reported Success; with none, that MachineConfig
-# is deleted. A cluster without the KubeletConfig kind has none.
+# is deleted. A cluster without the KubeletConfig kind has none. As the operator does, a
+# KubeletConfig's annotations are replaced with its mc-name-suffix annotation the first time
+# it is handled.
 #
 #   simulate-pool-rollout.sh POOL                     roll out and report Updated
 #   simulate-pool-rollout.sh POOL --degrade MESSAGE   report the pool Degraded instead
@@ -59,6 +61,14 @@ while IFS=$'\t' read -r kc selector; do
 	[[ -n $kc && -n $selector ]] || continue
 	selected=$(k get mcp -l "$selector" -o name 2>/dev/null) || selected=""
 	if grep -qx "machineconfigpool.machineconfiguration.openshift.io/$pool" <<<"$selected"; then
+		# The first time the operator's kubelet config controller handles a KubeletConfig
+		# without its mc-name-suffix annotation, it replaces all of its annotations with
+		# that one (addAnnotation in pkg/controller/kubelet-config).
+		suffix=$(k get kubeletconfig "$kc" -o jsonpath='{.metadata.annotations.machineconfiguration\.openshift\.io/mc-name-suffix}')
+		if [[ -z $suffix ]] && ! k get kubeletconfig "$kc" -o jsonpath='{.metadata.annotations}' | grep -q 'mc-name-suffix'; then
+			k patch kubeletconfig "$kc" --type=json \
+				-p '[{"op":"add","path":"/metadata/annotations","value":{"machineconfiguration.openshift.io/mc-name-suffix":""}}]' >/dev/null
+		fi
 		kubelet_configs+=("$kc")
 		kubelet_specs+="$kc $(k get kubeletconfig "$kc" -o jsonpath='{.spec}')"$'\n'
 	fi

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -80,16 +81,22 @@ func (a *ProfileAdvertiser) advertise(ctx context.Context) error {
 		if _, done := record.Data[name]; done {
 			continue
 		}
+		spec := advisorv1alpha1.VirtPlatformConfigSpec{Profile: p.Name(), Action: advisorv1alpha1.ActionIgnore}
+		lastApplied, err := lastAppliedConfiguration(name, spec)
+		if err != nil {
+			return err
+		}
 		vpc := &advisorv1alpha1.VirtPlatformConfig{
 			ObjectMeta: metav1.ObjectMeta{
 				Name:   name,
 				Labels: map[string]string{AdvertisedLabel: "true"},
 				Annotations: map[string]string{
-					DescriptionAnnotation:   p.Description(),
-					ImpactSummaryAnnotation: p.ImpactSummary(),
+					DescriptionAnnotation:              p.Description(),
+					ImpactSummaryAnnotation:            p.ImpactSummary(),
+					corev1.LastAppliedConfigAnnotation: lastApplied,
 				},
 			},
-			Spec: advisorv1alpha1.VirtPlatformConfigSpec{Profile: p.Name(), Action: advisorv1alpha1.ActionIgnore},
+			Spec: spec,
 		}
 		switch err := a.Client.Create(ctx, vpc); {
 		case err == nil:
@@ -110,4 +117,21 @@ func (a *ProfileAdvertiser) advertise(ctx context.Context) error {
 	default:
 		return a.Client.Create(ctx, record)
 	}
+}
+
+// lastAppliedConfiguration is what `kubectl create --save-config` records of an advertised
+// config: its name and spec. A later `kubectl apply -f` of a sample then merges into it
+// without a warning, and keeps the advertisement's label and annotations, which the record
+// does not name.
+func lastAppliedConfiguration(name string, spec advisorv1alpha1.VirtPlatformConfigSpec) (string, error) {
+	raw, err := json.Marshal(map[string]any{
+		"apiVersion": advisorv1alpha1.GroupVersion.String(),
+		"kind":       "VirtPlatformConfig",
+		"metadata":   map[string]any{"name": name},
+		"spec":       spec,
+	})
+	if err != nil {
+		return "", fmt.Errorf("encode the last-applied configuration of %s: %w", name, err)
+	}
+	return string(raw) + "\n", nil
 }

@@ -144,5 +144,14 @@ var _ = Describe("User-control annotations on targets, end to end", func() {
 		Entry("a patch whose test operation fails", plan.PatchAnnotation,
 			`[{"op":"test","path":"/spec/mode","value":"Predictive"},{"op":"replace","path":"/spec/mode","value":"Automatic"}]`,
 			"cannot apply it to the desired object"),
+		Entry("a patch that makes a value the CRD's enum refuses", plan.PatchAnnotation,
+			`[{"op":"replace","path":"/spec/mode","value":"Sometimes"}]`,
+			`the API server refuses the desired object it makes`),
+		Entry("a patch whose copies double the object past the size limit", plan.PatchAnnotation, copyBomb,
+			"the limit of 32768 bytes"),
 	)
 })
+
+// copyBomb is a patch annotation of about 1.4 KB whose copy operations double the
+// object twenty times.
+var copyBomb = `[{"op":"add","path":"/spec/c0","value":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"},{"op":"copy","from":"/spec","path":"/spec/c1"},{"op":"copy","from":"/spec","path":"/spec/c2"},{"op":"copy","from":"/spec","path":"/spec/c3"},{"op":"copy","from":"/spec","path":"/spec/c4"},{"op":"copy","from":"/spec","path":"/spec/c5"},{"op":"copy","from":"/spec","path":"/spec/c6"},{"op":"copy","from":"/spec","path":"/spec/c7"},{"op":"copy","from":"/spec","path":"/spec/c8"},{"op":"copy","from":"/spec","path":"/spec/c9"},{"op":"copy","from":"/spec","path":"/spec/c10"},{"op":"copy","from":"/spec","path":"/spec/c11"},{"op":"copy","from":"/spec","path":"/spec/c12"},{"op":"copy","from":"/spec","path":"/spec/c13"},{"op":"copy","from":"/spec","path":"/spec/c14"},{"op":"copy","from":"/spec","path":"/spec/c15"},{"op":"copy","from":"/spec","path":"/spec/c16"},{"op":"copy","from":"/spec","path":"/spec/c17"},{"op":"copy","from":"/spec","path":"/spec/c18"},{"op":"copy","from":"/spec","path":"/spec/c19"},{"op":"copy","from":"/spec","path":"/spec/c20"}]`

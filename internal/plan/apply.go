@@ -109,7 +109,7 @@ func (e *Engine) ApplyItem(ctx context.Context, item advisorv1alpha1.PlanItem, o
 			return ApplyOutcome{}, fmt.Errorf("%w: item %s: %v", ErrInvalidPlan, item.Name, err)
 		}
 	}
-	if o.CheckSnapshot && valuesHash(target, paths, live, true, norms...) != item.SnapshotHash {
+	if o.CheckSnapshot && valuesHash(target, paths, live, true, norms...) != item.SnapshotHash && !movedToward(item, target, paths, live, norms) {
 		return ApplyOutcome{Stale: true, StaleReason: "changed since the plan was reviewed"}, nil
 	}
 	opts := []client.ApplyOption{client.FieldOwner(manager)}
@@ -189,6 +189,16 @@ func rendersTo(rendered Item, profile string, live, desired *unstructured.Unstru
 	// draft: they are no part of what was approved.
 	norms := normalizersOf(ignored)
 	return jsonEqual(normalized(now, norms...), normalized(desired, norms...)), nil
+}
+
+// movedToward tells whether a target changed since the draft only toward the plan: it now
+// holds exactly the values applying the item leaves, with the user-control annotations it
+// had. The profile's own earlier apply (before a crash) or a co-owner (another profile, an
+// administrator) setting the same values does not make the plan stale: what the item
+// writes is still what was approved.
+func movedToward(item advisorv1alpha1.PlanItem, target advisorv1alpha1.TargetReference, paths []FieldPath, live *unstructured.Unstructured, norms []Normalizer) bool {
+	return item.TargetHash != "" && live != nil && valuesHash(target, paths, live, false, norms...) == item.TargetHash &&
+		controlsHash(live) == item.ControlsHash
 }
 
 // optedOut tells whether the user took the target back with ModeAnnotation; nil (the
@@ -306,8 +316,7 @@ func (e *Engine) Recheck(ctx context.Context, profile string, item advisorv1alph
 }
 
 // Snapshot is the snapshot hash of a drafted item's target as it is now. An item whose
-// target already holds the approved values, owned by the profile, reports its drafted
-// snapshot: the profile's own earlier apply (before a crash) does not make a plan stale.
+// target moved toward the approved plan reports its drafted snapshot (see movedToward).
 func (e *Engine) Snapshot(ctx context.Context, profile string, item advisorv1alpha1.PlanItem) (string, error) {
 	if item.Action == advisorv1alpha1.ItemActionRelease {
 		return item.SnapshotHash, nil
@@ -326,7 +335,7 @@ func (e *Engine) Snapshot(ctx context.Context, profile string, item advisorv1alp
 	}
 	norms := normalizersOf(item.IgnoredFields)
 	target := TargetOf(desired)
-	if item.TargetHash != "" && valuesHash(target, paths, live, false, norms...) == item.TargetHash && ownsAll(live, FieldManagerFor(profile), paths) {
+	if movedToward(item, target, paths, live, norms) {
 		return item.SnapshotHash, nil
 	}
 	return valuesHash(target, paths, live, true, norms...), nil

@@ -16,7 +16,7 @@ import (
 )
 
 // The user-control annotations an administrator puts on a target to take back control of
-// it from every profile (DESIGN §4 step 2).
+// it from every profile.
 const (
 	// ModeAnnotation "unmanaged" makes the item of the target Skipped.
 	ModeAnnotation = "advisor.kubevirt.io/mode"

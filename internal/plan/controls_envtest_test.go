@@ -102,7 +102,7 @@ var _ = Describe("User-control annotations", func() {
 			out, err := engine.ApplyItem(ctx, pi, plan.ApplyOptions{Profile: testProfile, CheckSnapshot: true, Rendered: &item})
 			Expect(err).NotTo(HaveOccurred())
 			Expect(out.Applied).To(BeFalse())
-			Expect(out.Outdated).To(BeTrue(), "an unmanaged target renders to no desired state")
+			Expect(out.Unmanaged).To(BeTrue(), "the target's opt-out is read right before any write")
 			out, err = apply(engine, pi, true)
 			Expect(err).NotTo(HaveOccurred())
 			Expect(out.Applied).To(BeFalse())

@@ -243,9 +243,8 @@ var _ = Describe("Engine.Draft", func() {
 		Expect(desired.Object["spec"]).To(Equal(item.Desired.Object["spec"]))
 		Expect(item.Desired.GetLabels()).To(BeEmpty(), "Draft must not mark the caller's object")
 
-		By("listing the paths the desired state sets")
+		By("listing the paths the desired state sets: the profile's ownership annotation is no value of the plan")
 		Expect(pi.ManagedFields).To(Equal([]string{
-			`metadata.annotations["advisor.kubevirt.io/profile.load-aware-rebalancing"]`,
 			`metadata.labels["advisor.kubevirt.io/managed-by"]`,
 			"spec.deschedulingIntervalSeconds",
 			"spec.managementState",

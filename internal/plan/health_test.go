@@ -3,8 +3,6 @@ package plan_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -291,30 +289,6 @@ var _ = Describe("Engine.CheckHealth", func() {
 		Expect(h.Message).To(ContainSubstring("install the Machine Config Operator"))
 	})
 
-	It("reads the pools its baseline names while it lists the pools: one round trip, not two", func() {
-		render(worker, renderedNew, baseMC, psiMC)
-		report(worker, poolStatus{rendered: renderedNew, sources: []string{baseMC, psiMC}, conditions: updatedTrue, updated: 3, machines: 3})
-		r := &overlapReader{Reader: k8sClient, poolRead: make(chan struct{})}
-		e := *engine
-		e.Reader = r
-
-		h, err := e.CheckHealth(ctx, item, appliedAt, 0, appliedAt.Add(time.Minute))
-
-		Expect(err).NotTo(HaveOccurred(), "the list of pools is answered only once the pool of the baseline is being read")
-		Expect(h.State).To(Equal(plan.Healthy))
-	})
-
-	It("reads the pool named after the MachineConfig's role while it lists the pools to record a baseline", func() {
-		r := &overlapReader{Reader: k8sClient, poolRead: make(chan struct{})}
-		e := *engine
-		e.Reader = r
-
-		baseline, err := e.HealthBaseline(ctx, item)
-
-		Expect(err).NotTo(HaveOccurred(), "the list of pools is answered only once the pool of the MachineConfig's role is being read")
-		Expect(baseline).To(Equal("worker=" + renderedOld))
-	})
-
 	It("is Healthy right away for an item that is not a MachineConfig", func() {
 		createAsOtherManager(descheduler(adminSpec))
 		pi := draftOne(deschedulerItem())
@@ -338,29 +312,3 @@ func (r noPoolsReader) List(ctx context.Context, list client.ObjectList, opts ..
 	return r.Reader.List(ctx, list, opts...)
 }
 
-// overlapReader answers a list of MachineConfigPools only once a MachineConfigPool is being
-// read by name (or fails it after 5 s): a check that reads a pool only after the list
-// answered fails.
-type overlapReader struct {
-	client.Reader
-	once     sync.Once
-	poolRead chan struct{}
-}
-
-func (r *overlapReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-	if obj.GetObjectKind().GroupVersionKind().Kind == "MachineConfigPool" {
-		r.once.Do(func() { close(r.poolRead) })
-	}
-	return r.Reader.Get(ctx, key, obj, opts...)
-}
-
-func (r *overlapReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	if list.GetObjectKind().GroupVersionKind().Kind == "MachineConfigPoolList" {
-		select {
-		case <-r.poolRead:
-		case <-time.After(5 * time.Second):
-			return errors.New("no MachineConfigPool was read while the pools were listed")
-		}
-	}
-	return r.Reader.List(ctx, list, opts...)
-}

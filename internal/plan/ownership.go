@@ -175,8 +175,9 @@ func ownedWithin(node map[string]any, prefix FieldPath, paths []FieldPath) bool 
 		}
 		p := append(append(FieldPath{}, prefix...), seg)
 		switch {
-		case coveredBy(p, paths):
-		case leadsTo(p, paths):
+		case coveredBy(p, paths), profileMark(p):
+			// A profile's ownership annotation is set with every apply, and is no path.
+		case leadsTo(p, paths), len(p) < 3 && slices.Equal(p, FieldPath{"metadata", "annotations"}[:len(p)]):
 			m, _ := child.(map[string]any)
 			if !ownedWithin(m, p, paths) {
 				return false

@@ -109,6 +109,15 @@ var identityPaths = map[string]bool{
 	"metadata.namespace": true,
 }
 
+// profileMark tells whether p is a profile's ownership annotation. The operator sets it on
+// every object it applies, but it is no value of the plan: a controller may rewrite a
+// target's annotations (the Machine Config Operator replaces a KubeletConfig's with its own
+// when it first renders it), and losing the mark is no drift. Which profiles apply an
+// object is read from its managedFields, and the watches select by the managed-by label.
+func profileMark(p FieldPath) bool {
+	return len(p) == 3 && p[0] == "metadata" && p[1] == "annotations" && strings.HasPrefix(p[2], ProfileAnnotationPrefix)
+}
+
 // ManagedPaths lists the leaf paths a desired object sets, sorted. A leaf is a scalar, a
 // list (lists are compared whole) or an empty map (an explicit {} is a value of its own).
 func ManagedPaths(desired *unstructured.Unstructured) []FieldPath {
@@ -122,7 +131,7 @@ func ManagedPaths(desired *unstructured.Unstructured) []FieldPath {
 		m, ok := v.(map[string]any)
 		if !ok || (len(m) == 0 && len(prefix) > 0) {
 			p := append(FieldPath(nil), prefix...)
-			if name := p.String(); !identityPaths[name] {
+			if name := p.String(); !identityPaths[name] && !profileMark(p) {
 				leaves = append(leaves, leaf{p, name})
 			}
 			return

@@ -76,7 +76,7 @@ func TestManagedPaths(t *testing.T) {
 		`)).To(Equal([]string{"metadata.labels.team", "spec.mode"}))
 	})
 
-	t.Run("renders label and annotation keys with dots or slashes in quoted brackets", func(t *testing.T) {
+	t.Run("renders label and annotation keys with dots or slashes in quoted brackets, leaving out a profile's ownership annotation", func(t *testing.T) {
 		g := NewWithT(t)
 		g.Expect(managed(`
 			apiVersion: machineconfiguration.openshift.io/v1
@@ -88,10 +88,11 @@ func TestManagedPaths(t *testing.T) {
 			    machineconfiguration.openshift.io/role: worker
 			  annotations:
 			    advisor.kubevirt.io/profile.load-aware-rebalancing: managed
+			    example.com/owner: team-virt
 			spec:
 			  kernelArguments: [psi=1]
 		`)).To(Equal([]string{
-			`metadata.annotations["advisor.kubevirt.io/profile.load-aware-rebalancing"]`,
+			`metadata.annotations["example.com/owner"]`,
 			`metadata.labels["advisor.kubevirt.io/managed-by"]`,
 			`metadata.labels["machineconfiguration.openshift.io/role"]`,
 			"spec.kernelArguments",

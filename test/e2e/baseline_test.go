@@ -189,6 +189,18 @@ spec:
 		Expect(strings.Fields(managers)).To(ContainElement("virt-advisor-operator/platform-baseline"))
 	})
 
+	It("stays Completed, with no drift and no write, while the Machine Config Operator keeps only its own annotation on the KubeletConfig", func() {
+		// The pool simulator replaced the KubeletConfig's annotations with the operator's
+		// mc-name-suffix, as the Machine Config Operator does when it first renders it.
+		Expect(jsonpath("kubeletconfig/virt-advisor-kubelet", "{.metadata.annotations}")).
+			To(Equal(`{"machineconfiguration.openshift.io/mc-name-suffix":""}`))
+		version := jsonpath("kubeletconfig/virt-advisor-kubelet", "{.metadata.resourceVersion}")
+		Consistently(func() string { return jsonpath(baselineVPC, "{.status.phase}") }).
+			WithTimeout(time.Minute).WithPolling(2 * time.Second).Should(Equal("Completed"))
+		Expect(jsonpath("kubeletconfig/virt-advisor-kubelet", "{.metadata.resourceVersion}")).To(Equal(version),
+			"the KubeletConfig was not written again")
+	})
+
 	It("lists a config for every profile with kubectl get vpc", func() {
 		out := kubectl("get", "vpc")
 		GinkgoWriter.Printf("=== kubectl get vpc ===\n%s=== end ===\n", out)

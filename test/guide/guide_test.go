@@ -35,6 +35,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -306,15 +307,21 @@ func blockEnv(kubeconfig, work string) []string {
 // run runs a command with the blocks' environment in the repository root and returns its
 // combined output.
 func (cp *controlPlane) run(ctx context.Context, name string, args ...string) (string, error) {
+	out, _, err := cp.runSplit(ctx, name, args...)
+	return out, err
+}
+
+// runSplit is run that also returns what the command wrote to stderr alone.
+func (cp *controlPlane) runSplit(ctx context.Context, name string, args ...string) (string, string, error) {
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = testenv.RepoRoot()
 	cmd.Env = cp.env
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, io.MultiWriter(&out, &stderr)
 	// A process a block leaves behind must not keep the test waiting for its output.
 	cmd.WaitDelay = 5 * time.Second
 	err := cmd.Run()
-	return out.String(), err
+	return out.String(), stderr.String(), err
 }
 
 // runBlock runs block i of page p and fails t with everything needed to see why.
@@ -323,8 +330,13 @@ func (cp *controlPlane) runBlock(t *testing.T, p page, i int, b block) {
 	ctx, cancel := context.WithTimeout(context.Background(), blockTimeout)
 	defer cancel()
 	start := time.Now()
-	out, err := cp.run(ctx, "bash", "-euo", "pipefail", "-c", b.text)
+	out, stderr, err := cp.runSplit(ctx, "bash", "-euo", "pipefail", "-c", b.text)
 	where := fmt.Sprintf("docs/guide/%s block %d (line %d)", p.name, i+1, b.line)
+	for _, line := range strings.Split(stderr, "\n") {
+		if strings.Contains(strings.ToLower(line), "warning") {
+			t.Errorf("%s printed a warning on stderr: %s", where, line)
+		}
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w (timed out after %s)", err, blockTimeout)

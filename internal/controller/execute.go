@@ -211,6 +211,9 @@ func (r *VirtPlatformConfigReconciler) applyItem(ctx context.Context, s *scope, 
 		}
 	}
 	out, refused, err := r.writeItem(ctx, s, i, rendered)
+	// The status written before the write is the config as the API server answered it:
+	// the item is taken from it again.
+	item = &s.vpc.Status.Items[i]
 	if refused != nil {
 		return r.refuseWrite(s, i, refused), true, nil
 	}
@@ -394,59 +397,6 @@ func (r *VirtPlatformConfigReconciler) completeExecution(s *scope) ctrl.Result {
 	}
 	s.setPhase(advisorv1alpha1.PhaseCompleted, advisorv1alpha1.ReasonApplied, "every item is applied and took effect; watching the targets for drift")
 	return ctrl.Result{}
-}
-
-// retry leaves Failed. A failed item is retried once the retry is approved; a plan that
-// could not be drafted or was refused is drafted again when the spec is touched, and
-// shown before it runs. The targets applied before the failure are still watched for drift.
-func (r *VirtPlatformConfigReconciler) retry(ctx context.Context, s *scope) (ctrl.Result, error) {
-	st := &s.vpc.Status
-	if hasApplied(st.Items) {
-		before := st.PlanHash
-		d, err := r.refreshDrift(ctx, s)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		if st.PlanHash != before {
-			r.failedDrift(s, d.drifted)
-			return ctrl.Result{}, nil
-		}
-	}
-	if s.approvalStatus().Required {
-		switch s.approval() {
-		case approved:
-			return r.startExecution(ctx, s, true)
-		case mismatched:
-			s.noteMismatch()
-		}
-		return ctrl.Result{}, nil
-	}
-	if !s.newGeneration {
-		return ctrl.Result{}, nil
-	}
-	return r.draft(ctx, s, draftCause{by: byUser, reason: advisorv1alpha1.ReasonRetry,
-		message: "the spec was touched: drafting a fresh plan", review: advisorv1alpha1.ReasonAwaitingApproval, showFirst: true}, nil)
-}
-
-// failedDrift reports drift (or its reversal) of targets a failed execution applied: the
-// config stays Failed, and the retry it offers now also carries the corrections.
-func (r *VirtPlatformConfigReconciler) failedDrift(s *scope, drifted []string) {
-	what := "the out-of-band change of an applied target was reverted"
-	if len(drifted) > 0 {
-		metrics.DriftDetected()
-		what = "applied target(s) drifted: " + strings.Join(drifted, "; ")
-		s.note(corev1.EventTypeWarning, advisorv1alpha1.ReasonDriftDetected, "while Failed, %s", what)
-	}
-	var failed []string
-	for _, it := range s.vpc.Status.Items {
-		if it.State == advisorv1alpha1.ItemFailed {
-			failed = append(failed, it.Name)
-		}
-	}
-	cmd := s.requireApproval()
-	s.setPhase(advisorv1alpha1.PhaseFailed, advisorv1alpha1.ReasonItemFailed, fmt.Sprintf(
-		"item(s) %s failed (see their messages), and since then %s; status.items[].diff shows the corrections. "+
-			"Fix the cause, then approve the retry, which applies them too: %s", strings.Join(failed, ", "), what, cmd))
 }
 
 func countState(items []advisorv1alpha1.PlanItem, state advisorv1alpha1.ItemState) int {

@@ -140,7 +140,7 @@ var _ = Describe("The write gate", func() {
 
 	It("rule 13: a straight Apply that takes fields a GitOps tool owns waits for an approval given after the conflict was shown", func() {
 		applyAsArgoCD()
-		createConfig(advisorv1alpha1.VirtPlatformConfigSpec{Action: advisorv1alpha1.ActionApply})
+		createConfigAsIs(advisorv1alpha1.VirtPlatformConfigSpec{Action: advisorv1alpha1.ActionApply})
 
 		vpc := waitPhase(advisorv1alpha1.PhaseReviewRequired)
 		Expect(conditionReason(vpc, advisorv1alpha1.ConditionReviewRequired)).To(Equal(advisorv1alpha1.ReasonFieldConflicts))
@@ -154,7 +154,7 @@ var _ = Describe("The write gate", func() {
 
 	It("rule 13: a plan drafted after a refused plan is shown before it runs, even when the action is Apply", func() {
 		rejectDeschedulerWrites()
-		createConfig(advisorv1alpha1.VirtPlatformConfigSpec{Action: advisorv1alpha1.ActionApply})
+		createConfigAsIs(advisorv1alpha1.VirtPlatformConfigSpec{Action: advisorv1alpha1.ActionApply})
 		failed := waitPhase(advisorv1alpha1.PhaseFailed)
 		Expect(conditionReason(failed, advisorv1alpha1.ConditionFailed)).To(Equal(advisorv1alpha1.ReasonPlanRejected))
 

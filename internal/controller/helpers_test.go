@@ -109,13 +109,43 @@ func editDescheduler(patch string) {
 	kubectl("patch", "kubedescheduler", "cluster", "-n", loadaware.DeschedulerNamespace, "--type=merge", "-p", patch)
 }
 
-// createConfig creates the load-aware-rebalancing config with the given spec.
+// createConfig creates the load-aware-rebalancing config with the given spec. The mock
+// baseline's KubeDescheduler was written with kubectl apply, so a plan created with action
+// Apply takes fields another field manager owns and waits for an approval given after it
+// was shown (FieldConflicts): createConfig gives it with the command the status shows, as
+// an administrator would.
 func createConfig(spec advisorv1alpha1.VirtPlatformConfigSpec) *advisorv1alpha1.VirtPlatformConfig {
+	GinkgoHelper()
+	vpc := createConfigAsIs(spec)
+	if spec.Action == advisorv1alpha1.ActionApply {
+		approveShownConflicts()
+	}
+	return vpc
+}
+
+// createConfigAsIs creates the load-aware-rebalancing config with the given spec.
+func createConfigAsIs(spec advisorv1alpha1.VirtPlatformConfigSpec) *advisorv1alpha1.VirtPlatformConfig {
 	GinkgoHelper()
 	spec.Profile = advisorv1alpha1.ProfileLoadAwareRebalancing
 	vpc := &advisorv1alpha1.VirtPlatformConfig{ObjectMeta: metav1.ObjectMeta{Name: configName}, Spec: spec}
 	Expect(k8s.Create(ctx, vpc)).To(Succeed())
 	return vpc
+}
+
+// approveShownConflicts waits until the config's plan was drafted and, when it waits for
+// an approval because it takes fields another field manager owns, gives that approval
+// with the command the status shows.
+func approveShownConflicts() {
+	GinkgoHelper()
+	var vpc *advisorv1alpha1.VirtPlatformConfig
+	Eventually(func() advisorv1alpha1.Phase {
+		vpc = getConfig()
+		return vpc.Status.Phase
+	}).ShouldNot(BeElementOf(advisorv1alpha1.Phase(""), advisorv1alpha1.PhasePending, advisorv1alpha1.PhaseDrafting))
+	if vpc.Status.Phase == advisorv1alpha1.PhaseReviewRequired &&
+		conditionReason(vpc, advisorv1alpha1.ConditionReviewRequired) == advisorv1alpha1.ReasonFieldConflicts {
+		runApprovalCommand()
+	}
 }
 
 func getConfig() *advisorv1alpha1.VirtPlatformConfig {

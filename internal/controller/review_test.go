@@ -66,12 +66,16 @@ var _ = Describe("Drafting and reviewing a plan", func() {
 			ContainSubstring("-  deschedulingIntervalSeconds: 300"), ContainSubstring("+  deschedulingIntervalSeconds: 600")))
 		Expect(deschedulerInterval()).To(BeEquivalentTo(300), "a DryRun plan writes nothing")
 
-		By("Drifted: an option change redrafts and executes with action Apply")
+		By("Drifted: an option change redrafts; taking the drifted field back from its editor waits for an approval given after it was shown")
 		patchSpec(`{"action":"Apply"}`)
 		waitPhase(advisorv1alpha1.PhaseCompleted)
 		editDescheduler(`{"spec":{"mode":"Predictive"}}`)
 		waitPhase(advisorv1alpha1.PhaseDrifted)
 		patchSpec(`{"options":{"loadAware":{"deschedulingIntervalSeconds":900}}}`)
+		conflict := waitPhase(advisorv1alpha1.PhaseReviewRequired)
+		Expect(conditionReason(conflict, advisorv1alpha1.ConditionReviewRequired)).To(Equal(advisorv1alpha1.ReasonFieldConflicts))
+		Expect(deschedulerInterval()).To(BeEquivalentTo(300))
+		runApprovalCommand()
 		final := waitPhase(advisorv1alpha1.PhaseCompleted)
 		Expect(deschedulerInterval()).To(BeEquivalentTo(900))
 		mode, _, _ := unstructured.NestedString(descheduler().Object, "spec", "mode")
@@ -119,8 +123,9 @@ var _ = Describe("Drafting and reviewing a plan", func() {
 		expectConditions(noChange, "Completed", "Ready")
 	})
 
-	It("rule 3: a config created with action Apply drafts and executes without stopping for review", func() {
-		createConfig(advisorv1alpha1.VirtPlatformConfigSpec{Action: advisorv1alpha1.ActionApply})
+	It("rule 3: a config created with action Apply drafts and executes without stopping for review when its plan takes no field another manager owns", func() {
+		deleteAndWait(object(deschedulerGVK, deschedulerKey))
+		createConfigAsIs(advisorv1alpha1.VirtPlatformConfigSpec{Action: advisorv1alpha1.ActionApply})
 		Eventually(itemState).WithArguments(loadaware.ItemPSI).Should(Equal(advisorv1alpha1.ItemInProgress))
 		Expect(managedByOperator(descheduler())).To(BeTrue())
 		rolloutPool()

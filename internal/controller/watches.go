@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"maps"
 	"net/http"
 	"strings"
 	"sync"
@@ -16,11 +15,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
-	toolscache "k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -314,62 +313,18 @@ func (w *watches) watchInputLocked(k plan.TargetKey, config string) {
 	w.log.V(1).Info("watching input", "input", k.String())
 }
 
-// source feeds the events of one kind of a cache to the controller. The handler is added
-// at once, without waiting for the informer to sync: that wait checks every 100 ms, so a
-// watch started during a review or an execution would hold back every event of its
-// objects (the echo of an apply as much as a pool reporting its rollout) until the next
-// check. An informer hands the objects it holds to a handler added while it runs, so
-// nothing is missed either way. With labelsOnly, an update that leaves the labels as they
-// were is dropped.
+// source feeds the events of one kind of a cache to the controller: each event enqueues
+// the configs whose plans name its object (keyOf maps it). With labelsOnly, an update that
+// leaves the labels as they were is dropped.
 func (w *watches) source(c cache.Cache, obj client.Object, keyOf func(client.Object) plan.TargetKey,
 	labelsOnly bool) source.Source {
-	return source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-		inf, err := c.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
-		if err != nil {
-			return err
-		}
-		enqueue := w.events(keyOf, q)
-		_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			AddFunc: func(o any) { enqueue(o, false) },
-			UpdateFunc: func(old, o any) {
-				if labelsOnly {
-					if a, b := asObject(old), asObject(o); a != nil && b != nil &&
-						maps.Equal(a.GetLabels(), b.GetLabels()) {
-						return
-					}
-				}
-				enqueue(o, false)
-			},
-			DeleteFunc: func(o any) {
-				if tomb, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
-					o = tomb.Obj
-				}
-				enqueue(o, true)
-			},
-		})
-		return err
-	})
-}
-
-func asObject(o any) client.Object {
-	obj, _ := o.(client.Object)
-	return obj
-}
-
-// events handles the events of a target or input cache: each one enqueues the configs
-// whose plans name its object (keyOf maps it); the workqueue folds the events that arrive
-// while a config reconciles into one more reconcile.
-func (w *watches) events(keyOf func(client.Object) plan.TargetKey,
-	q workqueue.TypedRateLimitingInterface[reconcile.Request]) func(o any, deleted bool) {
-	return func(item any, _ bool) {
-		o := asObject(item)
-		if o == nil {
-			return
-		}
-		for _, req := range w.configsOf(keyOf(o)) {
-			q.Add(req)
-		}
+	var preds []predicate.Predicate
+	if labelsOnly {
+		preds = append(preds, predicate.LabelChangedPredicate{})
 	}
+	return source.Kind(c, obj, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		return w.configsOf(keyOf(o))
+	}), preds...)
 }
 
 func (w *watches) configsOf(k plan.TargetKey) []reconcile.Request {

@@ -27,6 +27,9 @@ const defaultImageRepository = "quay.io/kubevirt/virt-advisor-operator"
 // keepPolicy is the annotation that makes `helm uninstall` leave an object in place.
 const keepPolicy = "helm.sh/resource-policy"
 
+// metricsCertSecret is the Secret of the metrics endpoint's serving certificate.
+const metricsCertSecret = "virt-advisor-operator-metrics-cert"
+
 // renderChart runs `helm template` on dist/chart in the operator's namespace, without a cluster.
 func renderChart(args ...string) []*unstructured.Unstructured {
 	GinkgoHelper()
@@ -189,6 +192,19 @@ var _ = Describe("The Helm chart in dist/chart", func() {
 		}
 	})
 
+	It("mounts the Secret of the serving certificate into the manager as an optional volume and reads it "+
+		"with --metrics-cert-path, so the manager starts while the Secret does not exist", func() {
+		objects := renderChart()
+		Expect(managerContainer(objects)["args"]).To(ContainElement("--metrics-cert-path=/var/run/secrets/metrics-cert"))
+		Expect(managerContainer(objects)["volumeMounts"]).To(ConsistOf(And(
+			HaveKeyWithValue("name", "metrics-cert"), HaveKeyWithValue("mountPath", "/var/run/secrets/metrics-cert"),
+			HaveKeyWithValue("readOnly", true))))
+		volumes, _, _ := unstructured.NestedSlice(ofKind(objects, "Deployment")[0].Object, "spec", "template", "spec", "volumes")
+		Expect(volumes).To(ConsistOf(Equal(map[string]any{
+			"name": "metrics-cert", "secret": map[string]any{"secretName": metricsCertSecret, "optional": true},
+		})))
+	})
+
 	It("renders the alerts of config/prometheus/prometheus_rule.yaml unchanged, their {{ $labels }} included", func() {
 		rules := ofKind(renderChart("--set", "prometheusRule.enabled=true,prometheusRule.labels.role=alert-rules"),
 			"PrometheusRule")
@@ -228,6 +244,9 @@ var _ = Describe("The Helm chart in dist/chart", func() {
 		Expect(managerContainer(objects)["args"]).To(ContainElements(
 			"--leader-elect", "--advertise-profiles=false", "--health-poll-interval=1m",
 			"--zap-log-level=debug", "--metrics-secure=false"))
+		Expect(managerContainer(objects)["args"]).NotTo(ContainElement(HavePrefix("--metrics-cert-path=")),
+			"plain HTTP has no certificate")
+		Expect(managerContainer(objects)).NotTo(HaveKey("volumeMounts"))
 		podSpec, _, _ := unstructured.NestedMap(deployment.Object, "spec", "template", "spec")
 		Expect(podSpec).To(HaveKeyWithValue("priorityClassName", "system-cluster-critical"))
 		Expect(podSpec).To(HaveKeyWithValue("nodeSelector", HaveKey("node-role.kubernetes.io/infra")))

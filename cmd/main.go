@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -22,12 +23,14 @@ import (
 	"github.com/kubevirt/virt-advisor-operator/internal/profiles/baseline"
 	"github.com/kubevirt/virt-advisor-operator/internal/profiles/higherdensity"
 	"github.com/kubevirt/virt-advisor-operator/internal/profiles/loadaware"
+	"github.com/kubevirt/virt-advisor-operator/internal/servingcert"
 	"github.com/kubevirt/virt-advisor-operator/internal/version"
 )
 
 func main() {
 	var (
 		metricsAddr, probeAddr, leaderElectionNamespace, namespace string
+		metricsCertPath, metricsCertName, metricsCertKey           string
 		enableLeaderElection, secureMetrics, enableHTTP2           bool
 		advertise, showVersion                                     bool
 		healthPoll                                                 time.Duration
@@ -49,6 +52,12 @@ func main() {
 	flag.StringVar(&namespace, "namespace", os.Getenv("POD_NAMESPACE"),
 		"The operator's own namespace (default: $POD_NAMESPACE, else the service account's).")
 	flag.BoolVar(&secureMetrics, "metrics-secure", true, "Serve metrics over HTTPS with authentication and authorization.")
+	flag.StringVar(&metricsCertPath, "metrics-cert-path", "",
+		"Directory of the metrics endpoint's serving certificate (a mounted Secret). While it holds no valid key pair, "+
+			"a self-signed certificate is served and the directory is looked at again every 10s. Empty: always self-signed.")
+	flag.StringVar(&metricsCertName, "metrics-cert-name", "tls.crt",
+		"File name of the metrics certificate in --metrics-cert-path.")
+	flag.StringVar(&metricsCertKey, "metrics-cert-key", "tls.key", "File name of the metrics key in --metrics-cert-path.")
 	flag.BoolVar(&enableHTTP2, "enable-http2", false,
 		"Allow HTTP/2 on the metrics endpoint (off by default: HTTP/2 rapid reset).")
 	flag.BoolVar(&advertise, "advertise-profiles", true,
@@ -74,7 +83,7 @@ func main() {
 		metricsAddr: metricsAddr, probeAddr: probeAddr, leaderElection: enableLeaderElection,
 		leaderElectionNamespace: leaderElectionNamespace, namespace: operatorNamespace(namespace),
 		secureMetrics: secureMetrics, enableHTTP2: enableHTTP2, advertise: advertise, healthPoll: healthPoll,
-		lease: lease,
+		lease: lease, metricsCertPath: metricsCertPath, metricsCertName: metricsCertName, metricsCertKey: metricsCertKey,
 	}); err != nil {
 		log.Error(err, "the manager stopped")
 		os.Exit(1)
@@ -83,6 +92,7 @@ func main() {
 
 type runOptions struct {
 	metricsAddr, probeAddr, leaderElectionNamespace, namespace string
+	metricsCertPath, metricsCertName, metricsCertKey           string
 	leaderElection, secureMetrics, enableHTTP2, advertise      bool
 	healthPoll                                                 time.Duration
 	lease                                                      leaseDurations
@@ -122,6 +132,15 @@ func run(o runOptions) error {
 	if !o.enableHTTP2 {
 		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
 	}
+	var metricsCert *servingcert.Certificate
+	if o.secureMetrics && o.metricsCertPath != "" {
+		metricsCert, err = servingcert.New(filepath.Join(o.metricsCertPath, o.metricsCertName),
+			filepath.Join(o.metricsCertPath, o.metricsCertKey), ctrl.Log.WithName("metrics-certificate"))
+		if err != nil {
+			return err
+		}
+		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.GetCertificate = metricsCert.GetCertificate })
+	}
 	metricsOpts := metricsserver.Options{BindAddress: o.metricsAddr, SecureServing: o.secureMetrics, TLSOpts: tlsOpts}
 	if o.secureMetrics {
 		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
@@ -145,6 +164,12 @@ func run(o runOptions) error {
 	})
 	if err != nil {
 		return fmt.Errorf("create the manager: %w", err)
+	}
+
+	if metricsCert != nil {
+		if err := mgr.Add(metricsCert); err != nil {
+			return err
+		}
 	}
 
 	reconciler := &controller.VirtPlatformConfigReconciler{

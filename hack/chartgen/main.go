@@ -4,9 +4,11 @@
 // and dist/install.yaml therefore cannot drift apart; `make build-installer` runs it and
 // `make verify` fails when its output is not committed.
 //
-// Only the Deployment (templates/manager/manager.yaml) is written by hand, because its
-// values (image, replicas, resources, scheduling, flags) are the chart's purpose; the tests
-// in test/install compare what it renders with the Deployment of dist/install.yaml.
+// Only the Deployment (templates/manager/manager.yaml) and the cert-manager objects
+// (templates/certmanager) are written by hand, because their values (image, replicas,
+// resources, scheduling, flags, issuer) are the chart's purpose; the tests in test/install
+// compare what the Deployment renders with the one of dist/install.yaml. The few generated
+// fields that depend on the values are listed in switchedFields.
 //
 // Usage: go run ./hack/chartgen -kubectl bin/k8s/<version>/kubectl -config config -chart dist/chart
 package main
@@ -73,6 +75,37 @@ var placements = map[string]placement{
 	},
 }
 
+// switchedField is a field of a generated object whose value depends on the chart's values.
+// The configuration holds it as the default values render it; the template renders it only
+// when condition holds, else alternative (when there is one).
+type switchedField struct {
+	kind string
+	// path leads to the field: map keys, and indexes into lists.
+	path        []any
+	condition   string
+	alternative any
+}
+
+// metricsCertSecret is the Secret of the metrics endpoint's serving certificate.
+const metricsCertSecret = "virt-advisor-operator-metrics-cert"
+
+// switchedFields follow metrics.certificate: the OpenShift service CA writes the metrics
+// certificate only when asked by the Service's annotation, and the ServiceMonitor trusts the
+// CA that signed it (cert-manager puts it in the Secret, as ca.crt).
+var switchedFields = []switchedField{
+	{
+		kind:      "Service",
+		path:      []any{"metadata", "annotations", "service.beta.openshift.io/serving-cert-secret-name"},
+		condition: `eq .Values.metrics.certificate "openshift"`,
+	},
+	{
+		kind:        "ServiceMonitor",
+		path:        []any{"spec", "endpoints", 0, "tlsConfig", "ca"},
+		condition:   `eq .Values.metrics.certificate "openshift"`,
+		alternative: map[string]any{"secret": map[string]any{"name": metricsCertSecret, "key": "ca.crt"}},
+	},
+}
+
 // notTemplated are kinds of the configuration the generated templates leave out: the chart
 // never ships a Namespace (`helm install --create-namespace` creates the release's), and the
 // Deployment is templates/manager/manager.yaml.
@@ -99,6 +132,7 @@ func run(kubectl, configDir, chartDir string) error {
 		return err
 	}
 	files := map[string][]string{}
+	switched := map[int]bool{}
 	for _, obj := range objects {
 		kind, _ := obj["kind"].(string)
 		if notTemplated[kind] {
@@ -108,13 +142,19 @@ func run(kubectl, configDir, chartDir string) error {
 		if !ok {
 			return fmt.Errorf("the chart has no place for a %s (%s): add its kind to hack/chartgen", kind, name(obj))
 		}
-		text, err := template(obj, p, namespace)
+		text, err := template(obj, p, namespace, switched)
 		if err != nil {
 			return fmt.Errorf("%s %s: %w", kind, name(obj), err)
 		}
 		file := strings.TrimPrefix(name(obj), prefix) + ".yaml"
 		path := filepath.Join(p.dir, file)
 		files[path] = append(files[path], text)
+	}
+	for i, f := range switchedFields {
+		if !switched[i] {
+			return fmt.Errorf("the configuration has no %s with the field %v that depends on the values: "+
+				"adapt switchedFields in hack/chartgen", f.kind, f.path)
+		}
 	}
 	for _, dir := range generatedDirs {
 		if err := os.RemoveAll(filepath.Join(chartDir, "templates", dir)); err != nil {
@@ -218,10 +258,12 @@ func name(obj map[string]any) string {
 const (
 	namespacePlaceholder = "CHARTGEN-RELEASE-NAMESPACE"
 	labelsPlaceholder    = "CHARTGEN-LABELS"
+	switchPlaceholder    = "CHARTGEN-SWITCH-"
 )
 
-// template is the Helm template of one object.
-func template(obj map[string]any, p placement, operatorNamespace string) (string, error) {
+// template is the Helm template of one object; switched records which of switchedFields
+// it holds.
+func template(obj map[string]any, p placement, operatorNamespace string, switched map[int]bool) (string, error) {
 	meta, _ := obj["metadata"].(map[string]any)
 	for key := range meta {
 		if !slices.Contains([]string{"name", "namespace", "labels", "annotations"}, key) {
@@ -243,6 +285,7 @@ func template(obj map[string]any, p placement, operatorNamespace string) (string
 		}
 		meta["namespace"] = namespacePlaceholder
 	}
+	obj = withServiceNamesTemplated(obj, operatorNamespace).(map[string]any)
 	if subjects, ok := obj["subjects"].([]any); ok {
 		for _, s := range subjects {
 			if subject, ok := s.(map[string]any); ok && subject["namespace"] == operatorNamespace {
@@ -259,11 +302,26 @@ func template(obj map[string]any, p placement, operatorNamespace string) (string
 		meta["annotations"] = annotations
 	}
 	meta["labels"] = labelsPlaceholder
+	values := map[int]any{}
+	for i, f := range switchedFields {
+		if f.kind != obj["kind"] {
+			continue
+		}
+		if value, ok := replaceAt(obj, f.path, fmt.Sprintf("%s%d", switchPlaceholder, i)); ok {
+			values[i] = value
+			switched[i] = true
+		}
+	}
 	data, err := marshal(obj)
 	if err != nil {
 		return "", err
 	}
 	text := escapeActions(string(data))
+	for i, value := range values {
+		if text, err = switchTemplate(text, i, value); err != nil {
+			return "", err
+		}
+	}
 	text = strings.ReplaceAll(text, namespacePlaceholder, "{{ .Release.Namespace }}")
 	labelLines, err := labelsTemplate(labels, p.extraLabels)
 	if err != nil {
@@ -274,6 +332,103 @@ func template(obj map[string]any, p placement, operatorNamespace string) (string
 		text = "{{- if " + p.condition + " }}\n" + text + "{{- end }}\n"
 	}
 	return text, nil
+}
+
+// withServiceNamesTemplated is v with every DNS name of a Service in the operator's
+// namespace (<service>.<namespace>.svc, as a ServiceMonitor's serverName) naming the release
+// namespace instead.
+func withServiceNamesTemplated(v any, operatorNamespace string) any {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			v[k] = withServiceNamesTemplated(e, operatorNamespace)
+		}
+	case []any:
+		for i, e := range v {
+			v[i] = withServiceNamesTemplated(e, operatorNamespace)
+		}
+	case string:
+		return strings.ReplaceAll(v, "."+operatorNamespace+".svc", "."+namespacePlaceholder+".svc")
+	}
+	return v
+}
+
+// replaceAt sets the field at path of obj to placeholder and returns its value, if obj has it.
+func replaceAt(obj any, path []any, placeholder string) (any, bool) {
+	parent := obj
+	for i, step := range path {
+		last := i == len(path)-1
+		switch node := parent.(type) {
+		case map[string]any:
+			key, _ := step.(string)
+			value, ok := node[key]
+			if !ok {
+				return nil, false
+			}
+			if last {
+				node[key] = placeholder
+				return value, true
+			}
+			parent = value
+		case []any:
+			index, ok := step.(int)
+			if !ok || index >= len(node) {
+				return nil, false
+			}
+			if last {
+				value := node[index]
+				node[index] = placeholder
+				return value, true
+			}
+			parent = node[index]
+		default:
+			return nil, false
+		}
+	}
+	return nil, false
+}
+
+// switchTemplate replaces the line of switchedFields[i]'s placeholder in text with the
+// field rendered by its condition: value when it holds, else the alternative.
+func switchTemplate(text string, i int, value any) (string, error) {
+	f := switchedFields[i]
+	key, _ := f.path[len(f.path)-1].(string)
+	placeholder := fmt.Sprintf("%s%d", switchPlaceholder, i)
+	var line, indent string
+	for _, l := range strings.Split(text, "\n") {
+		if trimmed := strings.TrimLeft(l, " "); trimmed == key+": "+placeholder {
+			line, indent = l, l[:len(l)-len(trimmed)]
+			break
+		}
+	}
+	if line == "" {
+		return "", fmt.Errorf("%s: the field %v is not a map key on a line of its own", f.kind, f.path)
+	}
+	field := func(v any) (string, error) {
+		data, err := marshal(map[string]any{key: v})
+		if err != nil {
+			return "", err
+		}
+		var b strings.Builder
+		for _, l := range strings.Split(strings.TrimSuffix(escapeActions(string(data)), "\n"), "\n") {
+			b.WriteString(indent + l + "\n")
+		}
+		return b.String(), nil
+	}
+	then, err := field(value)
+	if err != nil {
+		return "", err
+	}
+	block := indent + "{{- if " + f.condition + " }}\n" + then
+	if f.alternative != nil {
+		otherwise, err := field(f.alternative)
+		if err != nil {
+			return "", err
+		}
+		block += indent + "{{- else }}\n" + otherwise
+	}
+	block += indent + "{{- end }}"
+	return strings.Replace(text, line, block, 1), nil
 }
 
 // labelsTemplate is the metadata.labels block: the chart's labels, the object's own, then

@@ -29,7 +29,8 @@ const (
 	AdvertisedRecordName = "virt-advisor-advertised-profiles"
 )
 
-// +kubebuilder:rbac:groups="",namespace=system,resources=configmaps,verbs=get;create;update
+// +kubebuilder:rbac:groups="",namespace=system,resources=configmaps,verbs=create
+// +kubebuilder:rbac:groups="",namespace=system,resources=configmaps,verbs=get;update,resourceNames=virt-advisor-advertised-profiles
 
 // ProfileAdvertiser makes every profile discoverable with `kubectl get vpc`: after
 // leader election it creates, for each profile that never had one, a VirtPlatformConfig

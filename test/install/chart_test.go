@@ -27,6 +27,13 @@ const defaultImageRepository = "quay.io/kubevirt/virt-advisor-operator"
 // keepPolicy is the annotation that makes `helm uninstall` leave an object in place.
 const keepPolicy = "helm.sh/resource-policy"
 
+// The Secret of the metrics endpoint's serving certificate, and the annotation of the metrics
+// Service that has the OpenShift service CA write it.
+const (
+	metricsCertSecret   = "virt-advisor-operator-metrics-cert"
+	serviceCAAnnotation = "service.beta.openshift.io/serving-cert-secret-name"
+)
+
 // renderChart runs `helm template` on dist/chart in the operator's namespace, without a cluster.
 func renderChart(args ...string) []*unstructured.Unstructured {
 	GinkgoHelper()
@@ -36,7 +43,19 @@ func renderChart(args ...string) []*unstructured.Unstructured {
 }
 
 func renderChartRaw(args ...string) (string, string, error) {
-	cmd := exec.Command(helmBin, append([]string{"template", releaseName, chartDir, namespaceFlag}, args...)...)
+	return renderChartIn(operatorNamespace, args...)
+}
+
+// renderInNamespace runs `helm template` on dist/chart in namespace and returns the stream.
+func renderInNamespace(namespace string, args ...string) string {
+	GinkgoHelper()
+	out, errOut, err := renderChartIn(namespace, args...)
+	Expect(err).NotTo(HaveOccurred(), "helm template %s\n%s", strings.Join(args, " "), errOut)
+	return out
+}
+
+func renderChartIn(namespace string, args ...string) (string, string, error) {
+	cmd := exec.Command(helmBin, append([]string{"template", releaseName, chartDir, "--namespace=" + namespace}, args...)...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -108,6 +127,10 @@ var _ = Describe("The Helm chart in dist/chart", func() {
 			"--set", "priorityClassName=system-cluster-critical,extraArgs={--zap-log-level=debug}")
 		out, err = cmd.CombinedOutput()
 		Expect(err).NotTo(HaveOccurred(), string(out))
+		cmd = exec.Command(helmBin, "lint", "--strict", chartDir, "--set", "serviceMonitor.enabled=true",
+			"--set", "metrics.certificate=cert-manager,metrics.certManager.issuerRef.kind=ClusterIssuer,metrics.certManager.issuerRef.name=ca")
+		out, err = cmd.CombinedOutput()
+		Expect(err).NotTo(HaveOccurred(), string(out))
 	})
 
 	It("renders with the default values the objects of dist/install.yaml apart from Helm's labels, "+
@@ -148,6 +171,7 @@ var _ = Describe("The Helm chart in dist/chart", func() {
 			renderChart(),
 			renderChart("--set", "serviceMonitor.enabled=true,prometheusRule.enabled=true"),
 			renderChart("--set", "metrics.enabled=false"),
+			renderChart("--set", "metrics.certificate=cert-manager"),
 		} {
 			for _, obj := range objects {
 				Expect(obj.GetKind()).NotTo(Equal("Namespace"))
@@ -161,7 +185,8 @@ var _ = Describe("The Helm chart in dist/chart", func() {
 	})
 
 	It("renders the ServiceMonitor of config/prometheus, scraping the metrics Service over HTTPS "+
-		"with the service-account token", func() {
+		"with the service-account token only after verifying its certificate with the OpenShift service CA "+
+		"and the Service's DNS name", func() {
 		objects := renderChart("--set", "serviceMonitor.enabled=true,serviceMonitor.labels.release=prometheus")
 		monitors := ofKind(objects, "ServiceMonitor")
 		Expect(monitors).To(HaveLen(1))
@@ -175,7 +200,10 @@ var _ = Describe("The Helm chart in dist/chart", func() {
 			HaveKeyWithValue("scheme", "https"),
 			HaveKeyWithValue("port", "https"),
 			HaveKeyWithValue("bearerTokenFile", "/var/run/secrets/kubernetes.io/serviceaccount/token"),
-			HaveKeyWithValue("tlsConfig", HaveKeyWithValue("insecureSkipVerify", true)),
+			HaveKeyWithValue("tlsConfig", Equal(map[string]any{
+				"ca":         map[string]any{"configMap": map[string]any{"name": "openshift-service-ca.crt", "key": "service-ca.crt"}},
+				"serverName": "virt-advisor-operator-controller-manager-metrics-service." + operatorNamespace + ".svc",
+			})),
 		)))
 
 		services := ofKind(objects, "Service")
@@ -187,6 +215,78 @@ var _ = Describe("The Helm chart in dist/chart", func() {
 			Expect(services[0].GetLabels()).To(HaveKeyWithValue(key, value),
 				"the ServiceMonitor does not select the metrics Service")
 		}
+		Expect(services[0].GetAnnotations()).To(HaveKeyWithValue(serviceCAAnnotation, metricsCertSecret),
+			"the service CA writes no certificate for the metrics Service")
+		Expect(endpoints[0]).To(HaveKeyWithValue("tlsConfig", HaveKeyWithValue("serverName",
+			services[0].GetName()+"."+services[0].GetNamespace()+".svc")), "the ServiceMonitor verifies another name")
+	})
+
+	It("verifies the Service's DNS name in the release namespace", func() {
+		objects := decodeObjects(renderInNamespace("monitoring-test", "--set", "serviceMonitor.enabled=true"))
+		monitors := ofKind(objects, "ServiceMonitor")
+		Expect(monitors).To(HaveLen(1))
+		endpoints, _, _ := unstructured.NestedSlice(monitors[0].Object, "spec", "endpoints")
+		Expect(endpoints).To(ConsistOf(HaveKeyWithValue("tlsConfig", HaveKeyWithValue("serverName",
+			"virt-advisor-operator-controller-manager-metrics-service.monitoring-test.svc"))))
+	})
+
+	It("mounts the Secret of the serving certificate into the manager as an optional volume and reads it "+
+		"with --metrics-cert-path, so the manager starts while the Secret does not exist", func() {
+		objects := renderChart()
+		Expect(managerContainer(objects)["args"]).To(ContainElement("--metrics-cert-path=/var/run/secrets/metrics-cert"))
+		Expect(managerContainer(objects)["volumeMounts"]).To(ConsistOf(And(
+			HaveKeyWithValue("name", "metrics-cert"), HaveKeyWithValue("mountPath", "/var/run/secrets/metrics-cert"),
+			HaveKeyWithValue("readOnly", true))))
+		volumes, _, _ := unstructured.NestedSlice(ofKind(objects, "Deployment")[0].Object, "spec", "template", "spec", "volumes")
+		Expect(volumes).To(ConsistOf(Equal(map[string]any{
+			"name": "metrics-cert", "secret": map[string]any{"secretName": metricsCertSecret, "optional": true},
+		})))
+	})
+
+	It("with metrics.certificate=cert-manager renders a Certificate for the Service's DNS name into that Secret, "+
+		"signed by a self-signed Issuer, and a ServiceMonitor that trusts the CA cert-manager puts in the Secret", func() {
+		objects := renderChart("--set", "metrics.certificate=cert-manager,serviceMonitor.enabled=true")
+		dnsName := "virt-advisor-operator-controller-manager-metrics-service." + operatorNamespace + ".svc"
+
+		certificates := ofKind(objects, "Certificate")
+		Expect(certificates).To(HaveLen(1))
+		spec, _, _ := unstructured.NestedMap(certificates[0].Object, "spec")
+		Expect(spec).To(HaveKeyWithValue("secretName", metricsCertSecret))
+		Expect(spec).To(HaveKeyWithValue("dnsNames", ContainElement(dnsName)))
+		Expect(spec).To(HaveKeyWithValue("issuerRef", Equal(map[string]any{"kind": "Issuer", "name": "virt-advisor-operator-selfsigned-issuer"})))
+		issuers := ofKind(objects, "Issuer")
+		Expect(issuers).To(HaveLen(1))
+		Expect(issuers[0].GetName()).To(Equal("virt-advisor-operator-selfsigned-issuer"))
+		Expect(issuers[0].Object).To(HaveKeyWithValue("spec", HaveKey("selfSigned")))
+
+		endpoints, _, _ := unstructured.NestedSlice(ofKind(objects, "ServiceMonitor")[0].Object, "spec", "endpoints")
+		Expect(endpoints).To(ConsistOf(HaveKeyWithValue("tlsConfig", Equal(map[string]any{
+			"ca":         map[string]any{"secret": map[string]any{"name": metricsCertSecret, "key": "ca.crt"}},
+			"serverName": dnsName,
+		}))))
+		Expect(ofKind(objects, "Service")[0].GetAnnotations()).NotTo(HaveKey(serviceCAAnnotation),
+			"the service CA would write the Secret cert-manager writes")
+		Expect(managerContainer(objects)["args"]).To(ContainElement("--metrics-cert-path=/var/run/secrets/metrics-cert"))
+	})
+
+	It("with metrics.certManager.issuerRef has the Certificate signed by that issuer and creates no Issuer", func() {
+		objects := renderChart("--set", "metrics.certificate=cert-manager",
+			"--set", "metrics.certManager.issuerRef.kind=ClusterIssuer,metrics.certManager.issuerRef.name=cluster-ca")
+		Expect(ofKind(objects, "Issuer")).To(BeEmpty())
+		issuerRef, _, _ := unstructured.NestedMap(ofKind(objects, "Certificate")[0].Object, "spec", "issuerRef")
+		Expect(issuerRef).To(Equal(map[string]any{"kind": "ClusterIssuer", "name": "cluster-ca"}))
+	})
+
+	It("renders no Certificate with the default metrics.certificate=openshift", func() {
+		objects := renderChart("--set", "serviceMonitor.enabled=true")
+		Expect(ofKind(objects, "Certificate")).To(BeEmpty())
+		Expect(ofKind(objects, "Issuer")).To(BeEmpty())
+	})
+
+	It("refuses a metrics.certificate it does not know", func() {
+		_, errOut, err := renderChartRaw("--set", "metrics.certificate=self-signed")
+		Expect(err).To(HaveOccurred())
+		Expect(errOut).To(ContainSubstring(`metrics.certificate is openshift or cert-manager, not "self-signed"`))
 	})
 
 	It("renders the alerts of config/prometheus/prometheus_rule.yaml unchanged, their {{ $labels }} included", func() {
@@ -228,6 +328,9 @@ var _ = Describe("The Helm chart in dist/chart", func() {
 		Expect(managerContainer(objects)["args"]).To(ContainElements(
 			"--leader-elect", "--advertise-profiles=false", "--health-poll-interval=1m",
 			"--zap-log-level=debug", "--metrics-secure=false"))
+		Expect(managerContainer(objects)["args"]).NotTo(ContainElement(HavePrefix("--metrics-cert-path=")),
+			"plain HTTP has no certificate")
+		Expect(managerContainer(objects)).NotTo(HaveKey("volumeMounts"))
 		podSpec, _, _ := unstructured.NestedMap(deployment.Object, "spec", "template", "spec")
 		Expect(podSpec).To(HaveKeyWithValue("priorityClassName", "system-cluster-critical"))
 		Expect(podSpec).To(HaveKeyWithValue("nodeSelector", HaveKey("node-role.kubernetes.io/infra")))

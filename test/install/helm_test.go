@@ -45,6 +45,19 @@ var _ = Describe("Installing with helm", Ordered, func() {
 		cp.expectNamespacesIntact(append(foreignNamespaces, operatorNamespace)...)
 	})
 
+	It("creates a ServiceMonitor that verifies the metrics endpoint's certificate with the service CA bundle "+
+		"and the metrics Service's DNS name, never skipping verification", func() {
+		monitor, err := cp.get(object("monitoring.coreos.com/v1", "ServiceMonitor", operatorNamespace,
+			"virt-advisor-operator-controller-manager-metrics-monitor"))
+		Expect(err).NotTo(HaveOccurred())
+		endpoints, _, _ := unstructured.NestedSlice(monitor.Object, "spec", "endpoints")
+		Expect(endpoints).To(HaveLen(1))
+		Expect(endpoints[0]).To(HaveKeyWithValue("tlsConfig", Equal(map[string]any{
+			"ca":         map[string]any{"configMap": map[string]any{"name": "openshift-service-ca.crt", "key": "service-ca.crt"}},
+			"serverName": "virt-advisor-operator-controller-manager-metrics-service." + operatorNamespace + ".svc",
+		})))
+	})
+
 	It("serves VirtPlatformConfigs once installed", func() {
 		Expect(cp.client.Create(context.Background(), virtPlatformConfig())).To(Succeed())
 	})

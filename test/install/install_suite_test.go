@@ -114,7 +114,7 @@ func (cp *controlPlane) run(bin string, args ...string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+cp.kubeconfig,
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+cp.kubeconfig, "KUBECTL="+kubectlBin,
 		"HELM_CACHE_HOME="+filepath.Join(cp.helmHome, "cache"),
 		"HELM_CONFIG_HOME="+filepath.Join(cp.helmHome, "config"),
 		"HELM_DATA_HOME="+filepath.Join(cp.helmHome, "data"))
@@ -123,6 +123,13 @@ func (cp *controlPlane) run(bin string, args ...string) string {
 	Expect(cmd.Run()).To(Succeed(), "%s %s\n%s%s",
 		filepath.Base(bin), strings.Join(args, " "), stdout.String(), stderr.String())
 	return stdout.String()
+}
+
+// rollOutWorkerPool reports the worker MachineConfigPool updated on the MachineConfigs that
+// select it, as the Machine Config Operator does once every node rebooted into them.
+func (cp *controlPlane) rollOutWorkerPool() {
+	GinkgoHelper()
+	cp.run(testenv.Path("hack", "simulate-pool-rollout.sh"), "worker")
 }
 
 // createNamespaces creates namespaces, as their owners would have.

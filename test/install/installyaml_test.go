@@ -36,6 +36,24 @@ var _ = Describe("Installing with kubectl from dist/install.yaml", Ordered, func
 		cp.expectNamespacesIntact(foreignNamespaces...)
 	})
 
+	It("has the OpenShift service CA sign the metrics Service's certificate into a Secret the manager mounts "+
+		"as an optional volume, so the manager starts on a cluster without the service CA", func() {
+		service, err := cp.get(object("v1", "Service", operatorNamespace, "virt-advisor-operator-controller-manager-metrics-service"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(service.GetAnnotations()).To(HaveKeyWithValue(serviceCAAnnotation, metricsCertSecret))
+
+		deployment, err := cp.get(managerDeployment())
+		Expect(err).NotTo(HaveOccurred())
+		volumes, _, _ := unstructured.NestedSlice(deployment.Object, "spec", "template", "spec", "volumes")
+		Expect(volumes).To(ContainElement(Equal(map[string]any{
+			"name": "metrics-cert", "secret": map[string]any{"secretName": metricsCertSecret, "optional": true, "defaultMode": int64(420)},
+		})))
+		container := managerContainer([]*unstructured.Unstructured{deployment})
+		Expect(container["args"]).To(ContainElement("--metrics-cert-path=/var/run/secrets/metrics-cert"))
+		Expect(container["volumeMounts"]).To(ContainElement(And(
+			HaveKeyWithValue("name", "metrics-cert"), HaveKeyWithValue("mountPath", "/var/run/secrets/metrics-cert"))))
+	})
+
 	It("serves VirtPlatformConfigs once applied", func() {
 		Expect(cp.client.Create(context.Background(), virtPlatformConfig())).To(Succeed())
 	})

@@ -19,6 +19,7 @@ import (
 
 	"github.com/kubevirt/virt-advisor-operator/internal/testenv"
 	"github.com/kubevirt/virt-advisor-operator/test/satoken"
+	"github.com/kubevirt/virt-advisor-operator/test/testca"
 )
 
 const managerServiceAccount = "virt-advisor-operator-controller-manager"
@@ -29,13 +30,16 @@ var _ = Describe("The metrics endpoint of the manager on the service account of 
 		metricsURL              string
 		readerToken, otherToken string
 		managerLog              string
-		scrapeClient            = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-			// The metrics server's certificate is self-signed, as in a cluster (see config/prometheus/monitor.yaml).
-			TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // self-signed test certificate
+		// certDir is where the Deployment mounts the Secret of the serving certificate: empty,
+		// as the optional volume of a Secret that does not exist (yet).
+		certDir      string
+		scrapeClient = &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+			// Without the Secret the certificate is self-signed: nothing can verify it.
+			TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the self-signed fallback
 		}}
 	)
 
-	scrape := func(token string) (int, string, error) {
+	scrapeWith := func(c *http.Client, token string) (int, string, error) {
 		req, err := http.NewRequest(http.MethodGet, metricsURL, nil)
 		if err != nil {
 			return 0, "", err
@@ -43,7 +47,7 @@ var _ = Describe("The metrics endpoint of the manager on the service account of 
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
 		}
-		resp, err := scrapeClient.Do(req)
+		resp, err := c.Do(req)
 		if err != nil {
 			return 0, "", err
 		}
@@ -51,6 +55,7 @@ var _ = Describe("The metrics endpoint of the manager on the service account of 
 		body, err := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(body), err
 	}
+	scrape := func(token string) (int, string, error) { return scrapeWith(scrapeClient, token) }
 
 	BeforeAll(func(ctx SpecContext) {
 		cp = startControlPlane()
@@ -74,7 +79,8 @@ var _ = Describe("The metrics endpoint of the manager on the service account of 
 		port := freePort()
 		metricsURL = fmt.Sprintf("https://127.0.0.1:%d/metrics", port)
 		managerLog = filepath.Join(dir, "manager.log")
-		startManager(kubeconfig, managerLog, managerArgs(port))
+		certDir = GinkgoT().TempDir()
+		startManager(kubeconfig, managerLog, managerArgs(port, certDir))
 
 		Eventually(func() error { _, _, err := scrape(""); return err }).Should(Succeed(),
 			"the metrics endpoint does not answer")
@@ -85,6 +91,15 @@ var _ = Describe("The metrics endpoint of the manager on the service account of 
 			data, _ := os.ReadFile(managerLog)
 			AddReportEntry("manager log", string(data))
 		}
+	})
+
+	It("serves the metrics with a self-signed certificate for localhost while the Secret of the serving "+
+		"certificate is absent", func() {
+		conn, err := tls.Dial("tcp", strings.TrimSuffix(strings.TrimPrefix(metricsURL, "https://"), "/metrics"),
+			&tls.Config{InsecureSkipVerify: true}) //nolint:gosec // inspecting the self-signed fallback
+		Expect(err).NotTo(HaveOccurred())
+		defer func() { _ = conn.Close() }()
+		Expect(conn.ConnectionState().PeerCertificates[0].DNSNames).To(ConsistOf("localhost"))
 	})
 
 	It("answers a token of a ServiceAccount bound to the metrics-reader ClusterRole with 200 "+
@@ -123,6 +138,27 @@ var _ = Describe("The metrics endpoint of the manager on the service account of 
 		}).Should(Succeed())
 	})
 
+	It("serves the certificate of the Secret once it is mounted: a scrape that verifies it with the CA "+
+		"and the metrics Service's DNS name, as the ServiceMonitor does, gets the series", func() {
+		serviceCA, err := testca.New("openshift-service-serving-signer")
+		Expect(err).NotTo(HaveOccurred())
+		verifying := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+			TLSClientConfig: &tls.Config{RootCAs: serviceCA.Pool(), ServerName: metricsServiceDNSName()},
+		}}
+		_, _, err = scrapeWith(verifying, readerToken)
+		Expect(err).To(MatchError(ContainSubstring("certificate")), "the self-signed certificate verified")
+
+		// What the service CA writes into the Secret, and the kubelet into the volume.
+		Expect(serviceCA.WriteServingSecret(certDir, 2, metricsServiceDNSName())).To(Succeed())
+
+		Eventually(func(g Gomega) {
+			status, body, err := scrapeWith(verifying, readerToken)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(status).To(Equal(http.StatusOK))
+			g.Expect(body).To(MatchRegexp(`(?m)^virt_advisor_[a-z_]+[{ ]`))
+		}).Should(Succeed())
+	})
+
 	It("runs without a request the API server forbids", func() {
 		data, err := os.ReadFile(managerLog)
 		Expect(err).NotTo(HaveOccurred())
@@ -131,8 +167,9 @@ var _ = Describe("The metrics endpoint of the manager on the service account of 
 })
 
 // managerArgs are the manager's flags in the Deployment of dist/install.yaml, with the
-// endpoints bound to the loopback interface.
-func managerArgs(metricsPort int) []string {
+// endpoints bound to the loopback interface and the serving certificate read from certDir
+// (where the Deployment mounts its Secret).
+func managerArgs(metricsPort int, certDir string) []string {
 	GinkgoHelper()
 	deployments := ofKind(readObjects(installYAML), "Deployment")
 	Expect(deployments).To(HaveLen(1))
@@ -143,13 +180,25 @@ func managerArgs(metricsPort int) []string {
 			args = append(args, fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", metricsPort))
 		case strings.HasPrefix(a, "--health-probe-bind-address="):
 			args = append(args, "--health-probe-bind-address=127.0.0.1:0")
+		case strings.HasPrefix(a, "--metrics-cert-path="):
+			args = append(args, "--metrics-cert-path="+certDir)
 		default:
 			args = append(args, a)
 		}
 	}
 	Expect(args).To(ContainElement(HavePrefix("--metrics-bind-address=127.0.0.1:")),
 		"the Deployment does not serve metrics")
+	Expect(args).To(ContainElement("--metrics-cert-path="+certDir), "the Deployment reads no serving certificate")
 	return args
+}
+
+// metricsServiceDNSName is the DNS name of the metrics Service of dist/install.yaml, which
+// its serving certificate names and the ServiceMonitor verifies.
+func metricsServiceDNSName() string {
+	GinkgoHelper()
+	services := ofKind(readObjects(installYAML), "Service")
+	Expect(services).To(HaveLen(1))
+	return services[0].GetName() + "." + services[0].GetNamespace() + ".svc"
 }
 
 // startManager runs the manager binary with kubeconfig in the operator's namespace (as the

@@ -101,7 +101,7 @@ func (r *VirtPlatformConfigReconciler) refreshDrift(ctx context.Context, s *scop
 		if it.Action == advisorv1alpha1.ItemActionRelease || (it.Applied == nil && it.ControlsHash == "") {
 			continue
 		}
-		ok, err := r.kindServed(ctx, s, it.TargetRef, served)
+		ok, err := r.kindServed(ctx, it.TargetRef, served)
 		if err != nil {
 			return d, err
 		}
@@ -161,7 +161,7 @@ func (r *VirtPlatformConfigReconciler) refreshDrift(ctx context.Context, s *scop
 // kindServed tells, from its CRD, whether the cluster serves the version of a target's
 // kind: a cached discovery answer would still name a kind whose CRD was just deleted.
 // Kinds outside the third-party registry are assumed served (their reads say otherwise).
-func (r *VirtPlatformConfigReconciler) kindServed(ctx context.Context, s *scope, ref advisorv1alpha1.TargetReference, seen map[string]bool) (bool, error) {
+func (r *VirtPlatformConfigReconciler) kindServed(ctx context.Context, ref advisorv1alpha1.TargetReference, seen map[string]bool) (bool, error) {
 	kind, known := targets.ByGroupKind(plan.KeyOf(ref).GroupKind())
 	if !known {
 		return true, nil

@@ -68,7 +68,7 @@ func authorize(s *scope, item advisorv1alpha1.PlanItem, rendered *plan.Item) *re
 		return &refusal{advisorv1alpha1.ReasonPlanIntegrity, "the plan in status no longer hashes to status.planHash"}
 	case a == nil || a.ApprovedPlanHash != st.PlanHash:
 		return &refusal{advisorv1alpha1.ReasonAwaitingApproval, "no approval of this plan is recorded"}
-	case a.CorrectionsOnly && !(spec.BypassOptimisticLock && isCorrection(item) && item.Applied.PlanHash != ""):
+	case a.CorrectionsOnly && !restoresApplied(spec, item):
 		return &refusal{advisorv1alpha1.ReasonAwaitingApproval, fmt.Sprintf(
 			"item %s does not restore what an approved execution applied, and bypassOptimisticLock approves only such corrections", item.Name)}
 	case !a.CorrectionsOnly && a.ApprovedGeneration < a.MinGeneration:
@@ -93,6 +93,12 @@ func authorize(s *scope, item advisorv1alpha1.PlanItem, rendered *plan.Item) *re
 		return &refusal{advisorv1alpha1.ReasonPlanIntegrity, fmt.Sprintf("item %s was not rendered again before its write", item.Name)}
 	}
 	return nil
+}
+
+// restoresApplied tells whether, in aggressive mode, item writes back exactly what an
+// approved execution applied to its target.
+func restoresApplied(spec advisorv1alpha1.VirtPlatformConfigSpec, item advisorv1alpha1.PlanItem) bool {
+	return spec.BypassOptimisticLock && isCorrection(item) && item.Applied.PlanHash != ""
 }
 
 // manages tells whether a target is of a kind the config's profile manages.

@@ -311,4 +311,3 @@ func (r noPoolsReader) List(ctx context.Context, list client.ObjectList, opts ..
 	}
 	return r.Reader.List(ctx, list, opts...)
 }
-

@@ -233,8 +233,6 @@ func (p poolRollout) pools(ctx context.Context, reader client.Reader, obj *unstr
 	return out, true, nil
 }
 
-const ()
-
 // poolNames are the pools a baseline names, sorted.
 func poolNames(baseline map[string]string) []string {
 	names := make([]string, 0, len(baseline))

@@ -113,14 +113,14 @@ func ServedHyperConvergedVersion(ctx context.Context, reader client.Reader) (str
 	return "", nil
 }
 
-// FindHyperConverged lists the HyperConverged objects at the version the cluster serves.
-// It returns nil when the CRD is missing or there is none; several are an error that says
-// which, since the operator cannot tell which one the administrator means.
-func FindHyperConverged(ctx context.Context, reader client.Reader) (*HyperConvergedInstance, error) {
+// ListHyperConverged lists the HyperConverged objects at the version the cluster serves,
+// sorted by namespace and name; none when the CRD is missing.
+func ListHyperConverged(ctx context.Context, reader client.Reader) ([]HyperConvergedInstance, error) {
 	version, err := ServedHyperConvergedVersion(ctx, reader)
 	if err != nil || version == "" {
 		return nil, err
 	}
+	fields := HyperConvergedFields{Version: version}
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(HyperConverged.GVK.GroupVersion().WithKind("HyperConvergedList"))
 	list.SetAPIVersion(HyperConverged.GVK.Group + "/" + version)
@@ -130,17 +130,31 @@ func FindHyperConverged(ctx context.Context, reader client.Reader) (*HyperConver
 		}
 		return nil, fmt.Errorf("list HyperConverged: %w", err)
 	}
-	switch len(list.Items) {
-	case 0:
-		return nil, nil
-	case 1:
-		return &HyperConvergedInstance{Object: &list.Items[0], Fields: HyperConvergedFields{Version: version}}, nil
+	out := make([]HyperConvergedInstance, 0, len(list.Items))
+	for i := range list.Items {
+		out = append(out, HyperConvergedInstance{Object: &list.Items[i], Fields: fields})
 	}
-	names := make([]string, 0, len(list.Items))
-	for _, it := range list.Items {
-		names = append(names, it.GetNamespace()+"/"+it.GetName())
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].Namespace()+"/"+out[i].Name() < out[j].Namespace()+"/"+out[j].Name()
+	})
+	return out, nil
+}
+
+// FindHyperConverged finds the cluster's one HyperConverged (see ListHyperConverged). It
+// returns nil when the CRD is missing or there is none; several are an error that says
+// which, since the operator cannot tell which one the administrator means.
+func FindHyperConverged(ctx context.Context, reader client.Reader) (*HyperConvergedInstance, error) {
+	found, err := ListHyperConverged(ctx, reader)
+	switch {
+	case err != nil || len(found) == 0:
+		return nil, err
+	case len(found) == 1:
+		return &found[0], nil
 	}
-	sort.Strings(names)
+	names := make([]string, 0, len(found))
+	for _, it := range found {
+		names = append(names, it.Namespace()+"/"+it.Name())
+	}
 	return nil, &PrerequisiteError{Message: fmt.Sprintf(
 		"the cluster has %d HyperConverged objects (%s); OpenShift Virtualization supports exactly one: delete the extra ones",
 		len(names), strings.Join(names, ", "))}

@@ -13,6 +13,7 @@ var _ = Describe("load-aware-rebalancing with the 4.20+ KubeDescheduler CRD (inc
 	cl := onCluster("4.20")
 	describeProfileSelection(cl, variant420)
 	describeEvictionLimits(cl)
+	describeReadingInputs(cl)
 	describeOptions(cl)
 	describeDefaultsMatchTheCRD(cl)
 	describePrerequisiteErrors(cl)

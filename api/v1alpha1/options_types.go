@@ -113,11 +113,13 @@ type VirtHigherDensityOptions struct {
 	// +optional
 	KSMConfiguration *KSMConfiguration `json:"ksmConfiguration,omitempty"`
 
-	// swapPartitionLabel is the label of the partition that holds swap on each worker. A
-	// node without it boots with swap off.
+	// swapPartitionLabel is the GPT label of the partition that holds swap on each worker,
+	// found at /dev/disk/by-partlabel/<label>: 1 to 36 of A-Z a-z 0-9 _ . -, and not . or ..
+	// (which name directories there). A node without it boots with swap off.
 	// +optional
 	// +kubebuilder:default=CNV_SWAP
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_.-]{1,36}$`
+	// +kubebuilder:validation:XValidation:rule="self != '.' && self != '..'",message="swapPartitionLabel must name a partition, not . or .. (directories of /dev/disk/by-partlabel)"
 	SwapPartitionLabel string `json:"swapPartitionLabel,omitempty"`
 }
 
@@ -173,10 +175,13 @@ type BaselineSwapOptions struct {
 	// +optional
 	// +kubebuilder:default=true
 	Enabled *bool `json:"enabled,omitempty"`
-	// partitionLabel is the label of the partition that holds swap on each worker.
+	// partitionLabel is the GPT label of the partition that holds swap on each worker, found
+	// at /dev/disk/by-partlabel/<label>: 1 to 36 of A-Z a-z 0-9 _ . -, and not . or ..
+	// (which name directories there). A node without it boots with swap off.
 	// +optional
 	// +kubebuilder:default=CNV_SWAP
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_.-]{1,36}$`
+	// +kubebuilder:validation:XValidation:rule="self != '.' && self != '..'",message="partitionLabel must name a partition, not . or .. (directories of /dev/disk/by-partlabel)"
 	PartitionLabel string `json:"partitionLabel,omitempty"`
 }
 

@@ -148,6 +148,14 @@ options: {virtHigherDensity: {memoryToRequestRatio: 150, enableSwap: false}}`),
 profile: virt-higher-density
 options: {virtHigherDensity: {swapPartitionLabel: "my swap"}}`),
 			"spec.options.virtHigherDensity.swapPartitionLabel", "should match"),
+		Entry(`a swapPartitionLabel of "."`, vpc("virt-higher-density", `
+profile: virt-higher-density
+options: {virtHigherDensity: {swapPartitionLabel: "."}}`),
+			"spec.options.virtHigherDensity.swapPartitionLabel", "must name a partition, not . or .."),
+		Entry(`a swapPartitionLabel of ".."`, vpc("virt-higher-density", `
+profile: virt-higher-density
+options: {virtHigherDensity: {swapPartitionLabel: ".."}}`),
+			"spec.options.virtHigherDensity.swapPartitionLabel", "must name a partition, not . or .."),
 		Entry("a ksmConfiguration without nodeLabelSelector", vpc("virt-higher-density", `
 profile: virt-higher-density
 options: {virtHigherDensity: {ksmConfiguration: {}}}`),
@@ -164,6 +172,14 @@ options: {platformBaseline: {vfio: {enabled: true, devices: [{vendorDevice: nvid
 profile: platform-baseline
 options: {platformBaseline: {usbPassthrough: {enabled: true}}}`),
 			"options.platformBaseline.usbPassthrough.enabled requires at least one device"),
+		Entry(`a swap partitionLabel of "."`, vpc("platform-baseline", `
+profile: platform-baseline
+options: {platformBaseline: {swap: {partitionLabel: "."}}}`),
+			"spec.options.platformBaseline.swap.partitionLabel", "must name a partition, not . or .."),
+		Entry(`a swap partitionLabel of ".."`, vpc("platform-baseline", `
+profile: platform-baseline
+options: {platformBaseline: {swap: {partitionLabel: ".."}}}`),
+			"spec.options.platformBaseline.swap.partitionLabel", "must name a partition, not . or .."),
 		Entry("maxPods below 10", vpc("platform-baseline", `
 profile: platform-baseline
 options: {platformBaseline: {kubeletPerformance: {maxPods: 5}}}`),
@@ -289,6 +305,17 @@ options: {virtHigherDensity: {memoryToRequestRatio: 120, enableSwap: false, ksmC
 			Expect(o.KSMConfiguration).NotTo(BeNil())
 			Expect(o.KSMConfiguration.NodeLabelSelector).NotTo(BeNil())
 			Expect(o.KSMConfiguration.NodeLabelSelector.MatchLabels).To(BeEmpty())
+		})
+
+		It("accepts swap partition labels that contain dots but are not . or ..", func() {
+			got := createAndRead(vpc("virt-higher-density", `
+profile: virt-higher-density
+options: {virtHigherDensity: {swapPartitionLabel: "..."}}`))
+			Expect(got.Spec.Options.VirtHigherDensity.SwapPartitionLabel).To(Equal("..."))
+			got = createAndRead(vpc("platform-baseline", `
+profile: platform-baseline
+options: {platformBaseline: {swap: {partitionLabel: ".swap-1.2"}}}`))
+			Expect(got.Spec.Options.PlatformBaseline.Swap.PartitionLabel).To(Equal(".swap-1.2"))
 		})
 
 		It("fills in every platformBaseline component's defaults", func() {

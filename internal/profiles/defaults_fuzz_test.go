@@ -92,6 +92,8 @@ func FuzzHigherDensityDefaults(f *testing.F) {
 	f.Add(uint8(withOptions|withBlock|withField1), false, int32(0), "", "", "")
 	f.Add(all, true, int32(99), "bad label!", "k", "v")
 	f.Add(all, true, int32(150), strings.Repeat("x", 37), "k", "v")
+	f.Add(all, true, int32(150), "..", "k", "v")
+	f.Add(all, true, int32(150), ".", "", "")
 
 	p := higherdensity.New()
 	f.Fuzz(func(t *testing.T, shape uint8, swap bool, ratio int32, label, ksmKey, ksmValue string) {
@@ -245,14 +247,17 @@ func jsonObject(t *testing.T, v any) map[string]any {
 
 // propertySchema is what the CRD says of one option.
 type propertySchema struct {
-	Type       string                    `json:"type"`
-	Default    any                       `json:"default"`
-	Minimum    *float64                  `json:"minimum"`
-	Maximum    *float64                  `json:"maximum"`
-	Enum       []any                     `json:"enum"`
-	Pattern    string                    `json:"pattern"`
-	Required   []string                  `json:"required"`
-	Properties map[string]propertySchema `json:"properties"`
+	Type        string                    `json:"type"`
+	Default     any                       `json:"default"`
+	Minimum     *float64                  `json:"minimum"`
+	Maximum     *float64                  `json:"maximum"`
+	Enum        []any                     `json:"enum"`
+	Pattern     string                    `json:"pattern"`
+	Required    []string                  `json:"required"`
+	Properties  map[string]propertySchema `json:"properties"`
+	Validations []struct {
+		Rule string `json:"rule"`
+	} `json:"x-kubernetes-validations"`
 }
 
 // blockSchema is the CRD's schema of one profile's option block.
@@ -321,7 +326,36 @@ func optionsSchema(f *testing.F, name string) blockSchema {
 		}
 		s.rules = append(s.rules, v.Rule)
 	}
+	checkValueRules(f, "spec.options."+name, block.Properties)
 	return s
+}
+
+// checkValueRules fails on a CEL rule of an option value that valueRules does not model.
+func checkValueRules(f *testing.F, path string, properties map[string]propertySchema) {
+	f.Helper()
+	for field, p := range properties {
+		for _, v := range p.Validations {
+			if _, ok := valueRules[v.Rule]; !ok {
+				f.Fatalf("%s.%s has the CEL rule %q, which this test does not model: add it to valueRules", path, field, v.Rule)
+			}
+		}
+		checkValueRules(f, path+"."+field, p.Properties)
+	}
+}
+
+// partitionLabelRule is the CEL rule of the swap partition labels: . and .. name directories
+// of /dev/disk/by-partlabel, not a partition.
+const partitionLabelRule = "self != '.' && self != '..'"
+
+func partitionLabelAllowed(self any) bool {
+	label, _ := self.(string)
+	return label != "." && label != ".."
+}
+
+// valueRules models the CEL rules of single option values (the rules of a whole block are
+// admissionRules), on the value as JSON.
+var valueRules = map[string]func(self any) bool{
+	partitionLabelRule: partitionLabelAllowed,
 }
 
 // admissionRules models the CEL rules of the option blocks, on the defaulted block.
@@ -368,6 +402,11 @@ func propertyRefuses(t *testing.T, p propertySchema, value any) string {
 	}
 	if len(p.Enum) > 0 && !slices.Contains(p.Enum, value) {
 		return "not one of the enum"
+	}
+	for _, v := range p.Validations {
+		if !valueRules[v.Rule](value) {
+			return v.Rule
+		}
 	}
 	if s, ok := value.(string); ok && p.Pattern != "" {
 		re, err := regexp.Compile(p.Pattern)

@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -156,10 +157,10 @@ options: {virtHigherDensity: {swapPartitionLabel: "."}}`),
 profile: virt-higher-density
 options: {virtHigherDensity: {swapPartitionLabel: ".."}}`),
 			"spec.options.virtHigherDensity.swapPartitionLabel", "must name a partition, not . or .."),
-		Entry("a ksmConfiguration without nodeLabelSelector", vpc("virt-higher-density", `
+		Entry("a ksmConfiguration.enabled that is not a boolean", vpc("virt-higher-density", `
 profile: virt-higher-density
-options: {virtHigherDensity: {ksmConfiguration: {}}}`),
-			"spec.options.virtHigherDensity.ksmConfiguration.nodeLabelSelector", "Required value"),
+options: {virtHigherDensity: {ksmConfiguration: {enabled: "no"}}}`),
+			"spec.options.virtHigherDensity.ksmConfiguration.enabled", "boolean"),
 		Entry("VFIO enabled without devices", vpc("platform-baseline", `
 profile: platform-baseline
 options: {platformBaseline: {vfio: {enabled: true}}}`),
@@ -284,7 +285,7 @@ options:
 			Expect(*o.EvictionLimitNode).To(BeEquivalentTo(3))
 		})
 
-		It("fills in the virtHigherDensity option defaults, KSM off", func() {
+		It("fills in the virtHigherDensity option defaults: swap, KSM on every node, 150% overcommit", func() {
 			got := createAndRead(vpc("virt-higher-density", `
 profile: virt-higher-density
 options: {virtHigherDensity: {}}`))
@@ -292,7 +293,24 @@ options: {virtHigherDensity: {}}`))
 			Expect(*o.EnableSwap).To(BeTrue())
 			Expect(*o.MemoryToRequestRatio).To(BeEquivalentTo(150))
 			Expect(o.SwapPartitionLabel).To(Equal("CNV_SWAP"))
-			Expect(o.KSMConfiguration).To(BeNil())
+			Expect(o.KSMConfiguration).To(Equal(&advisorv1alpha1.KSMConfiguration{Enabled: ptr.To(true)}),
+				"KSM enabled, no selector: every node")
+		})
+
+		It("keeps KSM enabled when only a nodeLabelSelector is given", func() {
+			got := createAndRead(vpc("virt-higher-density", `
+profile: virt-higher-density
+options: {virtHigherDensity: {ksmConfiguration: {nodeLabelSelector: {matchLabels: {ksm: "on"}}}}}`))
+			ksm := got.Spec.Options.VirtHigherDensity.KSMConfiguration
+			Expect(*ksm.Enabled).To(BeTrue())
+			Expect(ksm.NodeLabelSelector.MatchLabels).To(Equal(map[string]string{"ksm": "on"}))
+		})
+
+		It("accepts KSM opted out", func() {
+			got := createAndRead(vpc("virt-higher-density", `
+profile: virt-higher-density
+options: {virtHigherDensity: {ksmConfiguration: {enabled: false}}}`))
+			Expect(got.Spec.Options.VirtHigherDensity.KSMConfiguration).To(Equal(&advisorv1alpha1.KSMConfiguration{Enabled: ptr.To(false)}))
 		})
 
 		It("accepts 120 percent without swap and KSM on every node", func() {

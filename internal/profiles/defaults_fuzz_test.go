@@ -8,10 +8,15 @@ package profiles_test
 // defaulted option set admission accepts. The defaults and admission rules are read from
 // the CRD, so the test follows the CRD.
 //
+// An option that is an object (virtHigherDensity.ksmConfiguration) is checked field by field,
+// as the API server defaults it: a block the CRD defaults to {} is added, then defaulted
+// inside like a block the user gave.
+//
 // Run them with `make fuzz`; `go test` runs the seeds below.
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"reflect"
 	"regexp"
@@ -37,6 +42,7 @@ const (
 	withField2
 	withField3
 	withField4
+	withField5
 )
 
 func FuzzLoadAwareDefaults(f *testing.F) {
@@ -83,20 +89,25 @@ func FuzzLoadAwareDefaults(f *testing.F) {
 
 func FuzzHigherDensityDefaults(f *testing.F) {
 	schema := optionsSchema(f, "virtHigherDensity")
-	all := uint8(withOptions | withBlock | withField1 | withField2 | withField3)
-	f.Add(uint8(0), false, int32(0), "", "", "")
-	f.Add(uint8(withOptions|withBlock), false, int32(0), "", "", "")
-	f.Add(all, true, int32(300), "SWAP_1.a-b", "node-role.kubernetes.io/worker", "")
-	f.Add(all, false, int32(120), "CNV_SWAP", "zone", "a")
-	f.Add(all, false, int32(121), "CNV_SWAP", "", "")
-	f.Add(uint8(withOptions|withBlock|withField1), false, int32(0), "", "", "")
-	f.Add(all, true, int32(99), "bad label!", "k", "v")
-	f.Add(all, true, int32(150), strings.Repeat("x", 37), "k", "v")
-	f.Add(all, true, int32(150), "..", "k", "v")
-	f.Add(all, true, int32(150), ".", "", "")
+	// withField3 adds a ksmConfiguration block, withField4 sets its enabled to ksm and
+	// withField5 its nodeLabelSelector (matchLabels {ksmKey: ksmValue}, or {} without a key).
+	all := uint8(withOptions | withBlock | withField1 | withField2 | withField3 | withField4 | withField5)
+	f.Add(uint8(0), false, int32(0), "", false, "", "")
+	f.Add(uint8(withOptions|withBlock), false, int32(0), "", false, "", "")
+	f.Add(all, true, int32(300), "SWAP_1.a-b", true, "node-role.kubernetes.io/worker", "")
+	f.Add(all, false, int32(120), "CNV_SWAP", false, "zone", "a")
+	f.Add(all, false, int32(121), "CNV_SWAP", true, "", "")
+	f.Add(uint8(withOptions|withBlock|withField1), false, int32(0), "", false, "", "")
+	f.Add(uint8(withOptions|withBlock|withField3), false, int32(0), "", false, "", "")
+	f.Add(uint8(withOptions|withBlock|withField3|withField4), false, int32(0), "", false, "", "")
+	f.Add(uint8(withOptions|withBlock|withField3|withField5), false, int32(0), "", false, "k", "v")
+	f.Add(all, true, int32(99), "bad label!", true, "k", "v")
+	f.Add(all, true, int32(150), strings.Repeat("x", 37), true, "k", "v")
+	f.Add(all, true, int32(150), "..", true, "k", "v")
+	f.Add(all, true, int32(150), ".", false, "", "")
 
 	p := higherdensity.New()
-	f.Fuzz(func(t *testing.T, shape uint8, swap bool, ratio int32, label, ksmKey, ksmValue string) {
+	f.Fuzz(func(t *testing.T, shape uint8, swap bool, ratio int32, label string, ksm bool, ksmKey, ksmValue string) {
 		var opts *advisorv1alpha1.ProfileOptions
 		if shape&withOptions != 0 {
 			opts = &advisorv1alpha1.ProfileOptions{}
@@ -109,11 +120,17 @@ func FuzzHigherDensityDefaults(f *testing.F) {
 					o.MemoryToRequestRatio = ptr.To(ratio)
 				}
 				if shape&withField3 != 0 {
-					selector := &metav1.LabelSelector{}
-					if ksmKey != "" {
-						selector.MatchLabels = map[string]string{ksmKey: ksmValue}
+					o.KSMConfiguration = &advisorv1alpha1.KSMConfiguration{}
+					if shape&withField4 != 0 {
+						o.KSMConfiguration.Enabled = ptr.To(ksm)
 					}
-					o.KSMConfiguration = &advisorv1alpha1.KSMConfiguration{NodeLabelSelector: selector}
+					if shape&withField5 != 0 {
+						selector := &metav1.LabelSelector{}
+						if ksmKey != "" {
+							selector.MatchLabels = map[string]string{ksmKey: ksmValue}
+						}
+						o.KSMConfiguration.NodeLabelSelector = selector
+					}
 				}
 				opts.VirtHigherDensity = o
 			}
@@ -145,30 +162,51 @@ func checkDefaults(t *testing.T, p profiles.Profile, schema blockSchema, opts *a
 	if opts != nil && !reflect.ValueOf(block(opts)).IsNil() {
 		set = jsonObject(t, block(opts))
 	}
-	got := jsonObject(t, block(out))
-	for field := range got {
-		if _, ok := schema.properties[field]; !ok {
-			t.Fatalf("Defaults(%s) sets %s, which the CRD does not have", toJSON(t, opts), field)
-		}
-	}
-	for field, prop := range schema.properties {
-		userValue, isSet := set[field]
-		value, has := got[field]
-		switch {
-		case isSet && !reflect.DeepEqual(value, userValue):
-			t.Fatalf("Defaults(%s) changed %s the user set to %v into %v", toJSON(t, opts), field, userValue, value)
-		case !isSet && prop.Default != nil && !reflect.DeepEqual(value, prop.Default):
-			t.Fatalf("Defaults(%s) leaves %s at %v, not the CRD's default %v", toJSON(t, opts), field, value, prop.Default)
-		case !isSet && prop.Default == nil && has:
-			t.Fatalf("Defaults(%s) sets %s to %v, which the CRD does not default", toJSON(t, opts), field, value)
-		}
-	}
+	checkFields(t, toJSON(t, opts), schema.properties, schema.name, set, "the user's", jsonObject(t, block(out)))
 
 	if again := p.Defaults(out); !reflect.DeepEqual(again, out) {
 		t.Fatalf("Defaults is not idempotent: Defaults(%s) = %s", toJSON(t, out), toJSON(t, again))
 	}
 
 	checkValidate(t, p, schema, opts, out)
+}
+
+// checkFields checks the defaulted object got at path against set, the object as given (by
+// the user, or as the CRD's default of its parent: origin says which), under properties:
+// every field set is kept (an object with properties is checked field by field, the rest
+// whole), every field not set is the CRD's default (an object default, itself defaulted
+// inside as the API server does) or left out if the CRD has none, and got has no field the
+// CRD does not have.
+func checkFields(t *testing.T, in string, properties map[string]propertySchema, path string, set map[string]any, origin string, got map[string]any) {
+	t.Helper()
+	for field := range got {
+		if _, ok := properties[field]; !ok {
+			t.Fatalf("Defaults(%s) sets %s.%s, which the CRD does not have", in, path, field)
+		}
+	}
+	for _, field := range slices.Sorted(maps.Keys(properties)) {
+		prop, at := properties[field], path+"."+field
+		given, isSet := set[field]
+		from := origin
+		if !isSet {
+			given, from = prop.Default, "the CRD's default"
+		}
+		value, has := got[field]
+		switch {
+		case given == nil && has:
+			t.Fatalf("Defaults(%s) sets %s to %v, which the CRD does not default", in, at, value)
+		case given == nil:
+		case len(prop.Properties) > 0:
+			givenObject, _ := given.(map[string]any)
+			gotObject, ok := value.(map[string]any)
+			if givenObject == nil || !ok {
+				t.Fatalf("Defaults(%s) leaves %s at %v, not %s %v", in, at, value, from, given)
+			}
+			checkFields(t, in, prop.Properties, at, givenObject, from, gotObject)
+		case !reflect.DeepEqual(value, given):
+			t.Fatalf("Defaults(%s) leaves %s at %v, not %s %v", in, at, value, from, given)
+		}
+	}
 }
 
 // checkValidate: Validate never panics nor modifies its input, on raw or defaulted

@@ -1,6 +1,6 @@
 // Package higherdensity is the virt-higher-density profile: more VMs per worker node. The
-// cluster's HyperConverged overcommits VM memory (memoryOvercommitPercentage) and can
-// turn on Kernel Samepage Merging; worker nodes get swap from a labelled partition, which
+// cluster's HyperConverged overcommits VM memory (memoryOvercommitPercentage) and runs
+// Kernel Samepage Merging (on every node unless the options opt out); worker nodes get swap from a labelled partition, which
 // the kubelet lets pods use (LimitedSwap), so an overcommitted node pages out instead of
 // killing VMs.
 //
@@ -60,9 +60,9 @@ func (*Profile) Name() advisorv1alpha1.ProfileName {
 
 // Description implements profiles.Profile.
 func (*Profile) Description() string {
-	return "Runs more VMs per worker node: VM memory is overcommitted in the HyperConverged, optionally with " +
-		"Kernel Samepage Merging, and worker nodes get swap from a labelled partition so an overcommitted node " +
-		"pages memory out instead of killing VMs."
+	return "Runs more VMs per worker node: VM memory is overcommitted in the HyperConverged (150% by default) with " +
+		"Kernel Samepage Merging (on every node by default), and worker nodes get swap from a labelled partition so " +
+		"an overcommitted node pages memory out instead of killing VMs."
 }
 
 // ImpactSummary implements profiles.Profile.
@@ -103,6 +103,13 @@ func (*Profile) Defaults(opts *advisorv1alpha1.ProfileOptions) *advisorv1alpha1.
 	}
 	if o.SwapPartitionLabel == "" {
 		o.SwapPartitionLabel = defaultSwapLabel
+	}
+	// KSM on every node unless the options opt out or narrow it.
+	if o.KSMConfiguration == nil {
+		o.KSMConfiguration = &advisorv1alpha1.KSMConfiguration{}
+	}
+	if o.KSMConfiguration.Enabled == nil {
+		o.KSMConfiguration.Enabled = ptr.To(true)
 	}
 	return &advisorv1alpha1.ProfileOptions{VirtHigherDensity: o}
 }

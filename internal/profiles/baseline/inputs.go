@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
 	"github.com/kubevirt/virt-advisor-operator/internal/nodeconfig"
 	"github.com/kubevirt/virt-advisor-operator/internal/targets"
 )
@@ -77,10 +78,12 @@ var componentKinds = []targets.Kind{
 	targets.SelfNodeRemediationTemplate, targets.ForkliftController, targets.MetalLB,
 }
 
-// ReadInputs reads what the plan depends on: which CRDs exist, the worker nodes' labels
-// (metadata only), the HyperConverged, the Self Node Remediation template, and where the
-// ForkliftController and the MetalLB go. Only what enabled components need is read.
-func ReadInputs(ctx context.Context, reader client.Reader, need Needs) (Inputs, error) {
+// ReadInputs reads what the plan for the defaulted options o depends on: which CRDs exist,
+// the worker nodes' labels (metadata only), the HyperConverged, the Self Node Remediation
+// template, and where the ForkliftController and the MetalLB go. Only what enabled
+// components need is read (see NeedsOf).
+func ReadInputs(ctx context.Context, reader client.Reader, o *advisorv1alpha1.PlatformBaselineOptions) (Inputs, error) {
+	need := NeedsOf(o)
 	in := Inputs{Served: map[string]bool{}}
 	for _, k := range componentKinds {
 		if !need.kind(k) {

@@ -4,9 +4,9 @@
 // the kubelet lets pods use (LimitedSwap), so an overcommitted node pages out instead of
 // killing VMs.
 //
-// Reading and rendering are separate, as in every profile: ReadInputs reads the cluster
-// through the recording reader, RenderItems is a pure function of the options and those
-// inputs.
+// Reading and rendering are separate, as in every profile (see package profiles):
+// ReadInputs reads the cluster through the recording reader, RenderItems is a pure function
+// of the options and those inputs.
 package higherdensity
 
 import (
@@ -120,10 +120,5 @@ func (*Profile) Validate(*advisorv1alpha1.ProfileOptions) error { return nil }
 
 // Render implements profiles.Profile: it reads the inputs, then renders them.
 func (p *Profile) Render(ctx context.Context, reader client.Reader, opts *advisorv1alpha1.ProfileOptions) ([]plan.Item, error) {
-	o := p.Defaults(opts).VirtHigherDensity
-	in, err := ReadInputs(ctx, reader)
-	if err != nil {
-		return nil, err
-	}
-	return RenderItems(o, in)
+	return profiles.ReadAndRender(ctx, reader, p.Defaults(opts).VirtHigherDensity, ReadInputs, RenderItems)
 }

@@ -2,9 +2,10 @@
 // best KubeVirt-aware descheduler profile the installed operator offers, and worker nodes
 // get the psi=1 kernel argument so the descheduler can see node pressure.
 //
-// Reading and rendering are separate: ReadInputs reads the cluster once (through the
-// recording reader the engine passes), RenderItems is a pure function of the options and
-// those typed inputs, tested by tables against golden fixtures.
+// Reading and rendering are separate, as in every profile (see package profiles):
+// ReadInputs reads the cluster once, through the recording reader the engine passes;
+// RenderItems is a pure function of the options and those typed inputs, tested by tables
+// against golden files.
 package loadaware
 
 import (
@@ -126,10 +127,5 @@ func (*Profile) Validate(*advisorv1alpha1.ProfileOptions) error { return nil }
 
 // Render implements profiles.Profile: it reads the inputs, then renders them.
 func (p *Profile) Render(ctx context.Context, reader client.Reader, opts *advisorv1alpha1.ProfileOptions) ([]plan.Item, error) {
-	o := p.Defaults(opts).LoadAware
-	in, err := ReadInputs(ctx, reader, o)
-	if err != nil {
-		return nil, err
-	}
-	return RenderItems(o, in)
+	return profiles.ReadAndRender(ctx, reader, p.Defaults(opts).LoadAware, ReadInputs, RenderItems)
 }

@@ -6,11 +6,8 @@ import (
 	"sort"
 	"strings"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -21,10 +18,6 @@ const (
 	OpenShiftHyperConvergedNamespace = "openshift-cnv"
 	UpstreamHyperConvergedNamespace  = "kubevirt-hyperconverged"
 )
-
-// HyperConvergedVersions are the HyperConverged API versions the operator can use, best
-// first. v1 moved most fields under spec.virtualization and spec.deployment.
-var HyperConvergedVersions = []string{"v1", "v1beta1"}
 
 // HyperConvergedFields are the paths of the HyperConverged fields the operator reads and
 // writes, at one served API version.
@@ -96,21 +89,7 @@ func (h HyperConvergedInstance) Int64(path []string) (int64, bool) {
 // ServedHyperConvergedVersion returns the best HyperConverged API version the cluster
 // serves; "" when the CRD is not installed or serves none the operator knows.
 func ServedHyperConvergedVersion(ctx context.Context, reader client.Reader) (string, error) {
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := reader.Get(ctx, types.NamespacedName{Name: HyperConverged.CRD}, crd); err != nil {
-		if apierrors.IsNotFound(err) {
-			return "", nil
-		}
-		return "", fmt.Errorf("read CRD %s: %w", HyperConverged.CRD, err)
-	}
-	for _, candidate := range HyperConvergedVersions {
-		for _, v := range crd.Spec.Versions {
-			if v.Name == candidate && v.Served {
-				return candidate, nil
-			}
-		}
-	}
-	return "", nil
+	return HyperConverged.ReadServedVersion(ctx, reader)
 }
 
 // ListHyperConverged lists the HyperConverged objects at the version the cluster serves,
@@ -122,8 +101,7 @@ func ListHyperConverged(ctx context.Context, reader client.Reader) ([]HyperConve
 	}
 	fields := HyperConvergedFields{Version: version}
 	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(HyperConverged.GVK.GroupVersion().WithKind("HyperConvergedList"))
-	list.SetAPIVersion(HyperConverged.GVK.Group + "/" + version)
+	list.SetGroupVersionKind(HyperConverged.ListGVK(version))
 	if err := reader.List(ctx, list); err != nil {
 		if meta.IsNoMatchError(err) {
 			return nil, nil

@@ -20,16 +20,10 @@ import (
 	"github.com/kubevirt/virt-advisor-operator/internal/targets"
 )
 
-const (
-	// DeschedulerCRD is the KubeDescheduler CRD of the Kube Descheduler Operator.
-	DeschedulerCRD = "kubedeschedulers.operator.openshift.io"
-	// MachineConfigCRD is the MachineConfig CRD of the Machine Config Operator.
-	MachineConfigCRD = "machineconfigs.machineconfiguration.openshift.io"
-	// MachineConfigPoolCRD is the MachineConfigPool CRD of the Machine Config Operator.
-	MachineConfigPoolCRD = "machineconfigpools.machineconfiguration.openshift.io"
-	// HyperConvergedCRD is the HyperConverged CRD of OpenShift Virtualization.
-	HyperConvergedCRD = "hyperconvergeds.hco.kubevirt.io"
+// DeschedulerCRD is the KubeDescheduler CRD of the Kube Descheduler Operator.
+var DeschedulerCRD = targets.KubeDescheduler.CRD
 
+const (
 	// DeschedulerNamespace and DeschedulerName locate the KubeDescheduler singleton.
 	DeschedulerNamespace = targets.KubeDeschedulerNamespace
 	DeschedulerName      = targets.KubeDeschedulerName
@@ -85,10 +79,10 @@ func (*Profile) ImpactSummary() string {
 
 // Prerequisites implements profiles.Profile.
 func (p *Profile) Prerequisites(opts *advisorv1alpha1.ProfileOptions) []profiles.Prerequisite {
-	out := []profiles.Prerequisite{{CRD: DeschedulerCRD, Operator: targets.KubeDescheduler.Operator}}
+	out := []profiles.Prerequisite{{CRD: targets.KubeDescheduler.CRD, Operator: targets.KubeDescheduler.Operator}}
 	if o := p.Defaults(opts).LoadAware; *o.EnablePSIMetrics {
 		out = append(out, profiles.Prerequisite{
-			CRD:      MachineConfigCRD,
+			CRD:      targets.MachineConfig.CRD,
 			Operator: targets.MachineConfig.Operator + ", or set options.loadAware.enablePSIMetrics to false",
 		})
 	}
@@ -97,7 +91,7 @@ func (p *Profile) Prerequisites(opts *advisorv1alpha1.ProfileOptions) []profiles
 
 // WatchedCRDs implements profiles.Profile.
 func (*Profile) WatchedCRDs() []string {
-	return []string{DeschedulerCRD, MachineConfigCRD, MachineConfigPoolCRD, HyperConvergedCRD}
+	return []string{targets.KubeDescheduler.CRD, targets.MachineConfig.CRD, targets.MachineConfigPool.CRD, targets.HyperConverged.CRD}
 }
 
 // Defaults implements profiles.Profile.

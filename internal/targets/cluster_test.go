@@ -3,7 +3,6 @@ package targets_test
 import (
 	"context"
 	"strings"
-	"sync"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,9 +22,6 @@ type cluster struct {
 	objects []*unstructured.Unstructured
 	// notServed are kinds the cluster does not serve: their lists fail with a no-match error.
 	notServed map[string]bool
-
-	// mu lets a test's reader that wraps the cluster keep state across concurrent reads.
-	mu sync.Mutex
 }
 
 var _ client.Reader = (*cluster)(nil)

@@ -98,19 +98,6 @@ func describePlans(cl *cluster) {
 			}
 		})
 
-		It("without swap and a ratio of 120: plans only the HyperConverged", func() {
-			_, p := cl.draft(&advisorv1alpha1.VirtHigherDensityOptions{EnableSwap: ptr.To(false), MemoryToRequestRatio: ptr.To[int32](120)})
-			Expect(p.Items).To(HaveLen(1))
-			Expect(p.Items[0].Name).To(Equal(higherdensity.ItemHyperConverged))
-			Expect(p.Items[0].Diff).To(MatchRegexp(line("+", "memoryOvercommitPercentage: 120")))
-		})
-
-		It("with a ratio of 300 and swap: plans both, overcommit 300", func() {
-			_, p := cl.draft(&advisorv1alpha1.VirtHigherDensityOptions{MemoryToRequestRatio: ptr.To[int32](300)})
-			Expect(p.Items).To(HaveLen(2))
-			Expect(item(p, higherdensity.ItemHyperConverged).Diff).To(MatchRegexp(line("+", "memoryOvercommitPercentage: 300")))
-		})
-
 		It("KSM on by default: sets nodeLabelSelector {}; enabled: false afterwards: removes the ksmConfiguration it set", func() {
 			opts := &advisorv1alpha1.VirtHigherDensityOptions{EnableSwap: ptr.To(false), MemoryToRequestRatio: ptr.To[int32](110)}
 			rendered, p := cl.draft(opts)

@@ -240,6 +240,11 @@ func TestRenderItems(t *testing.T) {
 			in:   loadaware.Inputs{Schema: s420, MigrationLimits: hco(ptr.To[int64](7), ptr.To[int64](3))},
 		},
 		{
+			name: "when the options set both limits and the HyperConverged was not read, it should take both from the options",
+			opts: options(advisorv1alpha1.LoadAwareOptions{EnablePSIMetrics: ptr.To(false), EvictionLimitTotal: ptr.To[int32](20), EvictionLimitNode: ptr.To[int32](4)}),
+			in:   loadaware.Inputs{Schema: s420},
+		},
+		{
 			name: "when the options set only the total, it should take the node limit from the HyperConverged",
 			opts: options(advisorv1alpha1.LoadAwareOptions{EnablePSIMetrics: ptr.To(false), EvictionLimitTotal: ptr.To[int32](20)}),
 			in:   loadaware.Inputs{Schema: s420, MigrationLimits: hco(ptr.To[int64](7), ptr.To[int64](3))},

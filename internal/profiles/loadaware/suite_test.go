@@ -188,20 +188,6 @@ func (cl *cluster) deschedulerCRD() *apiextensionsv1.CustomResourceDefinition {
 	return crd
 }
 
-// editSpecSchema applies edit to the spec schema of the CRD's v1 version.
-func editSpecSchema(crd *apiextensionsv1.CustomResourceDefinition, edit func(spec *apiextensionsv1.JSONSchemaProps)) {
-	for i, v := range crd.Spec.Versions {
-		if v.Name != "v1" {
-			continue
-		}
-		spec := v.Schema.OpenAPIV3Schema.Properties["spec"]
-		edit(&spec)
-		crd.Spec.Versions[i].Schema.OpenAPIV3Schema.Properties["spec"] = spec
-		return
-	}
-	Fail("the CRD has no version v1")
-}
-
 func toAny(ss []string) []any {
 	out := make([]any, len(ss))
 	for i, s := range ss {

@@ -1,30 +1,34 @@
 // Package profiles defines what a tuning profile is and keeps the registry of the
 // profiles this operator ships. The controller only sees the Profile interface, so adding
-// a profile needs no controller code; it does touch, besides its own package:
+// a profile needs no controller code. It does touch more than its own package:
 //
-//   - api/v1alpha1: the ProfileName enum (the +kubebuilder:validation:Enum of spec.profile
-//     and its constant), an options struct with a doc comment and markers on every field,
-//     its block in ProfileOptions, and the CEL rule on ProfileOptions that allows the block
-//     only with its profile; then `make manifests generate build-installer`;
-//   - cmd/main.go: one line in the registry (profiles.NewRegistry);
+//   - api/v1alpha1: the ProfileName enum (the +kubebuilder:validation:Enum marker and a
+//     constant), an options struct with a doc comment and markers on every field, its
+//     block in ProfileOptions, and a CEL rule on VirtPlatformConfigSpec that allows the
+//     block only with its profile; then `make manifests generate build-installer`, and
+//     admission specs in api/v1alpha1/validation_test.go;
+//   - cmd/main.go: its line in profiles.NewRegistry;
+//   - internal/cli: the profile names the kubectl plugin accepts (Profiles);
 //   - internal/targets: every third-party kind it reads or writes (GVK, CRD, the operator
-//     that installs it, health check), and its field paths; no CRD or kind name is
-//     spelled anywhere else;
-//   - the RBAC markers of its kinds, in its package;
-//   - docs/profiles.md, a page in docs/guide (its commands are run by test/guide), and a
-//     sample in config/samples.
+//     that installs it, its health check) and the field paths it uses; CRD and kind names
+//     are spelled nowhere else;
+//   - its own RBAC markers, which controller-gen collects into the manager's role;
+//   - a defaulting fuzz target in this directory, and its line in the Makefile's fuzz
+//     target;
+//   - docs/profiles.md, a page in docs/guide listed in test/guide's pageOrder (the guide's
+//     commands are run as a test), and a sample in config/samples.
 //
-// Each profile package has the same shape: Render (the Profile method) defaults the
-// options, then calls ReadAndRender with the package's two halves,
+// Each profile package has the same shape. Render (the Profile method) defaults the
+// options, then is ReadAndRender of the package's two halves:
 //
 //	func ReadInputs(ctx context.Context, reader client.Reader, o *advisorv1alpha1.<Block>Options) (Inputs, error)
 //	func RenderItems(o *advisorv1alpha1.<Block>Options, in Inputs) ([]plan.Item, error)
 //
 // ReadInputs reads the cluster once, only what the options need, into the package's typed
 // Inputs; RenderItems is a pure function of the options and those inputs, tested by tables
-// against golden files in testdata/render ("when X, it should Y"). Envtest specs in the
-// package test only what needs the API server: what ReadInputs reads, server-side dry-runs
-// against the real CRDs, and that Defaults matches the CRD's defaults.
+// against golden files in testdata/render ("when X, it should Y"). The package's envtest
+// specs test only what needs the API server: what ReadInputs reads, server-side dry-runs
+// against the real CRDs, and that Defaults fills in what the CRD defaults.
 package profiles
 
 import (

@@ -83,15 +83,25 @@ type LoadAwareOptions struct {
 	EvictionLimitNode *int32 `json:"evictionLimitNode,omitempty"`
 }
 
-// KSMConfiguration selects the nodes that run Kernel Samepage Merging.
+// KSMConfiguration says whether, and on which nodes, the profile turns on Kernel Samepage
+// Merging in the HyperConverged (its ksmConfiguration.nodeLabelSelector).
 type KSMConfiguration struct {
-	// nodeLabelSelector selects the nodes; {} selects every node.
-	// +required
-	NodeLabelSelector *metav1.LabelSelector `json:"nodeLabelSelector"`
+	// enabled turns KSM on, on the nodes nodeLabelSelector selects (the default). false
+	// opts out: the profile sets no ksmConfiguration in the HyperConverged, so one it set
+	// before is removed and one someone else set stays as it is.
+	// +optional
+	// +kubebuilder:default=true
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// nodeLabelSelector selects the nodes that run KSM; unset or {} selects every node.
+	// Ignored when enabled is false.
+	// +optional
+	NodeLabelSelector *metav1.LabelSelector `json:"nodeLabelSelector,omitempty"`
 }
 
 // VirtHigherDensityOptions tunes the virt-higher-density profile: memory overcommit, KSM
-// and kubelet swap on worker nodes.
+// and kubelet swap on worker nodes. The defaults are swap on, KSM on every node and 150%
+// memory overcommit.
 // +kubebuilder:validation:XValidation:rule="!has(self.memoryToRequestRatio) || self.memoryToRequestRatio <= 120 || (has(self.enableSwap) && self.enableSwap)",message="options.virtHigherDensity.memoryToRequestRatio above 120 requires enableSwap: true"
 type VirtHigherDensityOptions struct {
 	// enableSwap provisions swap on worker nodes from the partition labelled
@@ -108,16 +118,20 @@ type VirtHigherDensityOptions struct {
 	// +kubebuilder:default=150
 	MemoryToRequestRatio *int32 `json:"memoryToRequestRatio,omitempty"`
 
-	// ksmConfiguration turns on Kernel Samepage Merging on the selected nodes; leave it out
-	// to turn KSM off.
+	// ksmConfiguration runs Kernel Samepage Merging, which merges identical memory pages of
+	// running VMs in the background at some CPU cost: by default on every node. Set
+	// enabled: false to opt out, nodeLabelSelector to run it on some nodes only.
 	// +optional
+	// +kubebuilder:default={}
 	KSMConfiguration *KSMConfiguration `json:"ksmConfiguration,omitempty"`
 
-	// swapPartitionLabel is the label of the partition that holds swap on each worker. A
-	// node without it boots with swap off.
+	// swapPartitionLabel is the GPT label of the partition that holds swap on each worker,
+	// found at /dev/disk/by-partlabel/<label>: 1 to 36 of A-Z a-z 0-9 _ . -, and not . or ..
+	// (which name directories there). A node without it boots with swap off.
 	// +optional
 	// +kubebuilder:default=CNV_SWAP
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_.-]{1,36}$`
+	// +kubebuilder:validation:XValidation:rule="self != '.' && self != '..'",message="swapPartitionLabel must name a partition, not . or .. (directories of /dev/disk/by-partlabel)"
 	SwapPartitionLabel string `json:"swapPartitionLabel,omitempty"`
 }
 
@@ -173,10 +187,13 @@ type BaselineSwapOptions struct {
 	// +optional
 	// +kubebuilder:default=true
 	Enabled *bool `json:"enabled,omitempty"`
-	// partitionLabel is the label of the partition that holds swap on each worker.
+	// partitionLabel is the GPT label of the partition that holds swap on each worker, found
+	// at /dev/disk/by-partlabel/<label>: 1 to 36 of A-Z a-z 0-9 _ . -, and not . or ..
+	// (which name directories there). A node without it boots with swap off.
 	// +optional
 	// +kubebuilder:default=CNV_SWAP
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_.-]{1,36}$`
+	// +kubebuilder:validation:XValidation:rule="self != '.' && self != '..'",message="partitionLabel must name a partition, not . or .. (directories of /dev/disk/by-partlabel)"
 	PartitionLabel string `json:"partitionLabel,omitempty"`
 }
 

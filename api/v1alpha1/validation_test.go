@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -148,10 +149,18 @@ options: {virtHigherDensity: {memoryToRequestRatio: 150, enableSwap: false}}`),
 profile: virt-higher-density
 options: {virtHigherDensity: {swapPartitionLabel: "my swap"}}`),
 			"spec.options.virtHigherDensity.swapPartitionLabel", "should match"),
-		Entry("a ksmConfiguration without nodeLabelSelector", vpc("virt-higher-density", `
+		Entry(`a swapPartitionLabel of "."`, vpc("virt-higher-density", `
 profile: virt-higher-density
-options: {virtHigherDensity: {ksmConfiguration: {}}}`),
-			"spec.options.virtHigherDensity.ksmConfiguration.nodeLabelSelector", "Required value"),
+options: {virtHigherDensity: {swapPartitionLabel: "."}}`),
+			"spec.options.virtHigherDensity.swapPartitionLabel", "must name a partition, not . or .."),
+		Entry(`a swapPartitionLabel of ".."`, vpc("virt-higher-density", `
+profile: virt-higher-density
+options: {virtHigherDensity: {swapPartitionLabel: ".."}}`),
+			"spec.options.virtHigherDensity.swapPartitionLabel", "must name a partition, not . or .."),
+		Entry("a ksmConfiguration.enabled that is not a boolean", vpc("virt-higher-density", `
+profile: virt-higher-density
+options: {virtHigherDensity: {ksmConfiguration: {enabled: "no"}}}`),
+			"spec.options.virtHigherDensity.ksmConfiguration.enabled", "boolean"),
 		Entry("VFIO enabled without devices", vpc("platform-baseline", `
 profile: platform-baseline
 options: {platformBaseline: {vfio: {enabled: true}}}`),
@@ -164,6 +173,14 @@ options: {platformBaseline: {vfio: {enabled: true, devices: [{vendorDevice: nvid
 profile: platform-baseline
 options: {platformBaseline: {usbPassthrough: {enabled: true}}}`),
 			"options.platformBaseline.usbPassthrough.enabled requires at least one device"),
+		Entry(`a swap partitionLabel of "."`, vpc("platform-baseline", `
+profile: platform-baseline
+options: {platformBaseline: {swap: {partitionLabel: "."}}}`),
+			"spec.options.platformBaseline.swap.partitionLabel", "must name a partition, not . or .."),
+		Entry(`a swap partitionLabel of ".."`, vpc("platform-baseline", `
+profile: platform-baseline
+options: {platformBaseline: {swap: {partitionLabel: ".."}}}`),
+			"spec.options.platformBaseline.swap.partitionLabel", "must name a partition, not . or .."),
 		Entry("maxPods below 10", vpc("platform-baseline", `
 profile: platform-baseline
 options: {platformBaseline: {kubeletPerformance: {maxPods: 5}}}`),
@@ -268,7 +285,7 @@ options:
 			Expect(*o.EvictionLimitNode).To(BeEquivalentTo(3))
 		})
 
-		It("fills in the virtHigherDensity option defaults, KSM off", func() {
+		It("fills in the virtHigherDensity option defaults: swap, KSM on every node, 150% overcommit", func() {
 			got := createAndRead(vpc("virt-higher-density", `
 profile: virt-higher-density
 options: {virtHigherDensity: {}}`))
@@ -276,7 +293,24 @@ options: {virtHigherDensity: {}}`))
 			Expect(*o.EnableSwap).To(BeTrue())
 			Expect(*o.MemoryToRequestRatio).To(BeEquivalentTo(150))
 			Expect(o.SwapPartitionLabel).To(Equal("CNV_SWAP"))
-			Expect(o.KSMConfiguration).To(BeNil())
+			Expect(o.KSMConfiguration).To(Equal(&advisorv1alpha1.KSMConfiguration{Enabled: ptr.To(true)}),
+				"KSM enabled, no selector: every node")
+		})
+
+		It("keeps KSM enabled when only a nodeLabelSelector is given", func() {
+			got := createAndRead(vpc("virt-higher-density", `
+profile: virt-higher-density
+options: {virtHigherDensity: {ksmConfiguration: {nodeLabelSelector: {matchLabels: {ksm: "on"}}}}}`))
+			ksm := got.Spec.Options.VirtHigherDensity.KSMConfiguration
+			Expect(*ksm.Enabled).To(BeTrue())
+			Expect(ksm.NodeLabelSelector.MatchLabels).To(Equal(map[string]string{"ksm": "on"}))
+		})
+
+		It("accepts KSM opted out", func() {
+			got := createAndRead(vpc("virt-higher-density", `
+profile: virt-higher-density
+options: {virtHigherDensity: {ksmConfiguration: {enabled: false}}}`))
+			Expect(got.Spec.Options.VirtHigherDensity.KSMConfiguration).To(Equal(&advisorv1alpha1.KSMConfiguration{Enabled: ptr.To(false)}))
 		})
 
 		It("accepts 120 percent without swap and KSM on every node", func() {
@@ -289,6 +323,17 @@ options: {virtHigherDensity: {memoryToRequestRatio: 120, enableSwap: false, ksmC
 			Expect(o.KSMConfiguration).NotTo(BeNil())
 			Expect(o.KSMConfiguration.NodeLabelSelector).NotTo(BeNil())
 			Expect(o.KSMConfiguration.NodeLabelSelector.MatchLabels).To(BeEmpty())
+		})
+
+		It("accepts swap partition labels that contain dots but are not . or ..", func() {
+			got := createAndRead(vpc("virt-higher-density", `
+profile: virt-higher-density
+options: {virtHigherDensity: {swapPartitionLabel: "..."}}`))
+			Expect(got.Spec.Options.VirtHigherDensity.SwapPartitionLabel).To(Equal("..."))
+			got = createAndRead(vpc("platform-baseline", `
+profile: platform-baseline
+options: {platformBaseline: {swap: {partitionLabel: ".swap-1.2"}}}`))
+			Expect(got.Spec.Options.PlatformBaseline.Swap.PartitionLabel).To(Equal(".swap-1.2"))
 		})
 
 		It("fills in every platformBaseline component's defaults", func() {

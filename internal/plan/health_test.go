@@ -1,15 +1,12 @@
 package plan_test
 
 import (
-	"context"
 	"encoding/json"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -101,6 +98,9 @@ func render(p *unstructured.Unstructured, rendered string, sources ...string) {
 
 var updatedTrue = map[string]string{"Updated": "True", "Updating": "False", "Degraded": "False"}
 
+// The engine's side of health: the baseline recorded before the apply, waitTimeout, and an
+// apply that changes no spec. What each health check makes of a pool's state is the table
+// tests of internal/targets (health_test.go).
 var _ = Describe("Engine.CheckHealth", func() {
 	var (
 		worker    *unstructured.Unstructured
@@ -140,66 +140,6 @@ var _ = Describe("Engine.CheckHealth", func() {
 		Expect(item.HealthBaseline).To(Equal("worker=" + renderedOld))
 	})
 
-	It("is Waiting while the pool's configuration does not list the MachineConfig, even though the pool is Updated", func() {
-		// The pool re-rendered for some other MachineConfig and finished: that proves nothing
-		// about this one.
-		render(worker, renderedNew, baseMC, "99-worker-other")
-		report(worker, poolStatus{rendered: renderedNew, sources: []string{baseMC, "99-worker-other"}, conditions: updatedTrue, updated: 3, machines: 3})
-
-		h := checkNow()
-
-		Expect(h.State).To(Equal(plan.Waiting))
-		Expect(h.Message).To(Equal("MachineConfigPool worker has not picked up " + psiMC + " yet"))
-	})
-
-	It("is Waiting while the pool still targets the baseline configuration (not re-rendered yet)", func() {
-		// Even a status that claims the MachineConfig and Updated does not count while the
-		// pool's target is the one it had before the apply.
-		report(worker, poolStatus{rendered: renderedOld, sources: []string{baseMC, psiMC}, conditions: updatedTrue, updated: 3, machines: 3})
-
-		h := checkNow()
-
-		Expect(h.State).To(Equal(plan.Waiting))
-		Expect(h.Message).To(ContainSubstring("MachineConfigPool worker has not rendered a configuration with " + psiMC))
-		Expect(h.Message).To(ContainSubstring("still " + renderedOld))
-	})
-
-	It("is Waiting while the pool has not observed its latest spec", func() {
-		render(worker, renderedNew, baseMC, psiMC)
-		report(worker, poolStatus{rendered: renderedNew, sources: []string{baseMC, psiMC}, observedGeneration: 1,
-			conditions: updatedTrue, updated: 3, machines: 3})
-		Expect(live(worker).GetGeneration()).NotTo(BeEquivalentTo(1))
-
-		h := checkNow()
-
-		Expect(h.State).To(Equal(plan.Waiting))
-		Expect(h.Message).To(ContainSubstring("has not observed its latest spec"))
-	})
-
-	It("is Waiting while the pool rolls the new configuration out", func() {
-		render(worker, renderedNew, baseMC, psiMC)
-		report(worker, poolStatus{rendered: renderedNew, sources: []string{baseMC, psiMC},
-			conditions: map[string]string{"Updated": "False", "Updating": "True", "Degraded": "False"}, updated: 1, machines: 3})
-
-		h := checkNow()
-
-		Expect(h.State).To(Equal(plan.Waiting))
-		Expect(h.Message).To(Equal("MachineConfigPool worker is rolling out " + renderedNew + ": 1/3 machines updated"))
-	})
-
-	It("is Waiting while the pool's current configuration is not yet its target, even with Updated=True left from before", func() {
-		render(worker, renderedNew, baseMC, psiMC)
-		// The MachineConfig was already part of the old configuration (the apply changed
-		// it), so the current configuration lists it too; the pool observed its new spec
-		// but has neither switched status.configuration nor the Updated condition over.
-		report(worker, poolStatus{rendered: renderedOld, sources: []string{baseMC, psiMC}, conditions: updatedTrue, updated: 3, machines: 3})
-
-		h := checkNow()
-
-		Expect(h.State).To(Equal(plan.Waiting))
-		Expect(h.Message).To(ContainSubstring("MachineConfigPool worker is rolling out " + renderedNew))
-	})
-
 	It("is Healthy once the pool rendered a new configuration listing the MachineConfig, observed it and is Updated", func() {
 		render(worker, renderedNew, baseMC, psiMC)
 		report(worker, poolStatus{rendered: renderedNew, sources: []string{baseMC, psiMC}, conditions: updatedTrue, updated: 3, machines: 3})
@@ -208,17 +148,6 @@ var _ = Describe("Engine.CheckHealth", func() {
 
 		Expect(h.State).To(Equal(plan.Healthy))
 		Expect(h.Message).To(Equal("MachineConfigPool worker updated to " + renderedNew + " (3/3 machines)"))
-	})
-
-	It("is Unhealthy, naming the pool, when the pool is Degraded", func() {
-		render(worker, renderedNew, baseMC, psiMC)
-		report(worker, poolStatus{rendered: renderedOld, sources: []string{baseMC},
-			conditions: map[string]string{"Updated": "False", "Updating": "True", "Degraded": "True"}, updated: 1, machines: 3})
-
-		h := checkNow()
-
-		Expect(h.State).To(Equal(plan.Unhealthy))
-		Expect(h.Message).To(ContainSubstring("MachineConfigPool worker is Degraded"))
 	})
 
 	It("is Unhealthy when still waiting after waitTimeout has passed since the apply", func() {
@@ -260,54 +189,4 @@ var _ = Describe("Engine.CheckHealth", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(h.State).To(Equal(plan.Healthy))
 	})
-
-	It("is Unhealthy when no MachineConfigPool selects the MachineConfig", func() {
-		infra := psiItem("99-infra-psi-health")
-		infra.Desired.SetLabels(map[string]string{roleLabelKey: "infra"})
-		cleanUp(infra.Desired)
-		pi := draftOne(infra)
-
-		h, err := engine.CheckHealth(ctx, pi, appliedAt, 0, appliedAt)
-
-		Expect(err).NotTo(HaveOccurred())
-		Expect(h.State).To(Equal(plan.Unhealthy))
-		Expect(h.Message).To(HavePrefix("no MachineConfigPool selects MachineConfig 99-infra-psi-health"))
-		Expect(h.Message).To(ContainSubstring(roleLabelKey + "=infra"))
-	})
-
-	It("is Unhealthy, saying what to install, on a cluster that serves no MachineConfigPools", func() {
-		infra := psiItem("99-worker-psi-nopools")
-		cleanUp(infra.Desired)
-		pi := draftOne(infra)
-		withoutPools := &plan.Engine{Reader: noPoolsReader{k8sClient}, Writer: k8sClient}
-
-		h, err := withoutPools.CheckHealth(ctx, pi, appliedAt, 0, appliedAt)
-
-		Expect(err).NotTo(HaveOccurred())
-		Expect(h.State).To(Equal(plan.Unhealthy))
-		Expect(h.Message).To(ContainSubstring("serves no MachineConfigPools"))
-		Expect(h.Message).To(ContainSubstring("install the Machine Config Operator"))
-	})
-
-	It("is Healthy right away for an item that is not a MachineConfig", func() {
-		createAsOtherManager(descheduler(adminSpec))
-		pi := draftOne(deschedulerItem())
-
-		h, err := engine.CheckHealth(ctx, pi, appliedAt, time.Minute, appliedAt.Add(time.Hour))
-
-		Expect(err).NotTo(HaveOccurred())
-		Expect(h.State).To(Equal(plan.Healthy))
-		Expect(h.Message).To(ContainSubstring("KubeDescheduler openshift-kube-descheduler-operator/cluster"))
-	})
 })
-
-// noPoolsReader answers like an API server without the MachineConfigPool kind: listing
-// pools fails with a no-match error, every other read goes to the real server.
-type noPoolsReader struct{ client.Reader }
-
-func (r noPoolsReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	if list.GetObjectKind().GroupVersionKind().Kind == "MachineConfigPoolList" {
-		return &meta.NoKindMatchError{GroupKind: schema.GroupKind{Group: "machineconfiguration.openshift.io", Kind: "MachineConfigPool"}}
-	}
-	return r.Reader.List(ctx, list, opts...)
-}

@@ -14,7 +14,8 @@ package profiles_test
 // The defaults and admission rules are read from the CRD. Admission is evaluated here on
 // the JSON of the defaulted Go value: enum, minimum, maximum, pattern, maxLength, maxItems,
 // required, the unique keys of x-kubernetes-list-type: map lists, and the CEL rules in
-// baselineRules (vfio and usbPassthrough: enabled requires at least one device). Reading
+// baselineRules (vfio and usbPassthrough: enabled requires at least one device; the swap
+// partitionLabel is not . or ..). Reading
 // the CRD fails on any schema keyword or CEL rule this test does not model, so a new
 // constraint is modelled here before the test runs again. Left to the envtest specs in
 // internal/profiles/baseline/clusters_test.go, which run the real API server: that the
@@ -141,6 +142,10 @@ func FuzzPlatformBaselineDefaults(f *testing.F) {
 	f.Add(every, onEverything, int32(500), "bad label!",
 		uint8(1), "10de", "NVIDIA/T4", uint8(1), "xyz", "c52b0", "a/"+strings.Repeat("b", 252))
 	f.Add(uint32(withOptions|withBlock|withSwap|withSwapLabel), uint16(0), int32(0), strings.Repeat("x", 37),
+		none, "", "", none, "", "", "")
+	f.Add(uint32(withOptions|withBlock|withSwap|withSwapLabel), uint16(0), int32(0), "..",
+		none, "", "", none, "", "", "")
+	f.Add(uint32(withOptions|withBlock|withSwap|withSwapLabel), uint16(0), int32(0), ".",
 		none, "", "", none, "", "", "")
 
 	p := baseline.New()
@@ -406,15 +411,18 @@ func (s *schemaNode) prepare(f *testing.F, path string) {
 }
 
 // baselineRules models the CEL rules under options.platformBaseline, on the defaulted
-// object the rule is on (as JSON). Each mirrors its rule exactly; the envtest specs check
+// value the rule is on (as JSON). Each mirrors its rule exactly; the envtest specs check
 // that the API server evaluates them so and refuses with their messages.
-var baselineRules = map[string]func(o map[string]any) bool{
+var baselineRules = map[string]func(self any) bool{
 	// vfio and usbPassthrough: enabled requires at least one device.
-	"!has(self.enabled) || !self.enabled || (has(self.devices) && size(self.devices) > 0)": func(o map[string]any) bool {
+	"!has(self.enabled) || !self.enabled || (has(self.devices) && size(self.devices) > 0)": func(self any) bool {
+		o, _ := self.(map[string]any)
 		enabled, hasEnabled := o["enabled"].(bool)
 		devices, hasDevices := o["devices"].([]any)
 		return !hasEnabled || !enabled || (hasDevices && len(devices) > 0)
 	},
+	// swap.partitionLabel: not . or .. (see partitionLabelRule).
+	partitionLabelRule: partitionLabelAllowed,
 }
 
 // refuses says why admission refuses value (as JSON, after the API server's defaulting)
@@ -436,12 +444,21 @@ func (s *schemaNode) refuses(value any) string {
 			return "does not match " + s.Pattern
 		}
 	case []any:
-		return s.listRefuses(v)
+		if reason := s.listRefuses(v); reason != "" {
+			return reason
+		}
 	case map[string]any:
-		return s.objectRefuses(v)
+		if reason := s.objectRefuses(v); reason != "" {
+			return reason
+		}
 	}
 	if len(s.Enum) > 0 && !slices.Contains(s.Enum, value) {
 		return "not one of the enum"
+	}
+	for _, v := range s.Validations {
+		if !baselineRules[v.Rule](value) {
+			return v.Rule
+		}
 	}
 	return ""
 }
@@ -486,11 +503,6 @@ func (s *schemaNode) objectRefuses(o map[string]any) string {
 		}
 		if reason := prop.refuses(o[field]); reason != "" {
 			return field + ": " + reason
-		}
-	}
-	for _, v := range s.Validations {
-		if !baselineRules[v.Rule](o) {
-			return v.Rule
 		}
 	}
 	return ""

@@ -8,10 +8,15 @@ package profiles_test
 // defaulted option set admission accepts. The defaults and admission rules are read from
 // the CRD, so the test follows the CRD.
 //
+// An option that is an object (virtHigherDensity.ksmConfiguration) is checked field by field,
+// as the API server defaults it: a block the CRD defaults to {} is added, then defaulted
+// inside like a block the user gave.
+//
 // Run them with `make fuzz`; `go test` runs the seeds below.
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"reflect"
 	"regexp"
@@ -37,6 +42,7 @@ const (
 	withField2
 	withField3
 	withField4
+	withField5
 )
 
 func FuzzLoadAwareDefaults(f *testing.F) {
@@ -83,18 +89,25 @@ func FuzzLoadAwareDefaults(f *testing.F) {
 
 func FuzzHigherDensityDefaults(f *testing.F) {
 	schema := optionsSchema(f, "virtHigherDensity")
-	all := uint8(withOptions | withBlock | withField1 | withField2 | withField3)
-	f.Add(uint8(0), false, int32(0), "", "", "")
-	f.Add(uint8(withOptions|withBlock), false, int32(0), "", "", "")
-	f.Add(all, true, int32(300), "SWAP_1.a-b", "node-role.kubernetes.io/worker", "")
-	f.Add(all, false, int32(120), "CNV_SWAP", "zone", "a")
-	f.Add(all, false, int32(121), "CNV_SWAP", "", "")
-	f.Add(uint8(withOptions|withBlock|withField1), false, int32(0), "", "", "")
-	f.Add(all, true, int32(99), "bad label!", "k", "v")
-	f.Add(all, true, int32(150), strings.Repeat("x", 37), "k", "v")
+	// withField3 adds a ksmConfiguration block, withField4 sets its enabled to ksm and
+	// withField5 its nodeLabelSelector (matchLabels {ksmKey: ksmValue}, or {} without a key).
+	all := uint8(withOptions | withBlock | withField1 | withField2 | withField3 | withField4 | withField5)
+	f.Add(uint8(0), false, int32(0), "", false, "", "")
+	f.Add(uint8(withOptions|withBlock), false, int32(0), "", false, "", "")
+	f.Add(all, true, int32(300), "SWAP_1.a-b", true, "node-role.kubernetes.io/worker", "")
+	f.Add(all, false, int32(120), "CNV_SWAP", false, "zone", "a")
+	f.Add(all, false, int32(121), "CNV_SWAP", true, "", "")
+	f.Add(uint8(withOptions|withBlock|withField1), false, int32(0), "", false, "", "")
+	f.Add(uint8(withOptions|withBlock|withField3), false, int32(0), "", false, "", "")
+	f.Add(uint8(withOptions|withBlock|withField3|withField4), false, int32(0), "", false, "", "")
+	f.Add(uint8(withOptions|withBlock|withField3|withField5), false, int32(0), "", false, "k", "v")
+	f.Add(all, true, int32(99), "bad label!", true, "k", "v")
+	f.Add(all, true, int32(150), strings.Repeat("x", 37), true, "k", "v")
+	f.Add(all, true, int32(150), "..", true, "k", "v")
+	f.Add(all, true, int32(150), ".", false, "", "")
 
 	p := higherdensity.New()
-	f.Fuzz(func(t *testing.T, shape uint8, swap bool, ratio int32, label, ksmKey, ksmValue string) {
+	f.Fuzz(func(t *testing.T, shape uint8, swap bool, ratio int32, label string, ksm bool, ksmKey, ksmValue string) {
 		var opts *advisorv1alpha1.ProfileOptions
 		if shape&withOptions != 0 {
 			opts = &advisorv1alpha1.ProfileOptions{}
@@ -107,11 +120,17 @@ func FuzzHigherDensityDefaults(f *testing.F) {
 					o.MemoryToRequestRatio = ptr.To(ratio)
 				}
 				if shape&withField3 != 0 {
-					selector := &metav1.LabelSelector{}
-					if ksmKey != "" {
-						selector.MatchLabels = map[string]string{ksmKey: ksmValue}
+					o.KSMConfiguration = &advisorv1alpha1.KSMConfiguration{}
+					if shape&withField4 != 0 {
+						o.KSMConfiguration.Enabled = ptr.To(ksm)
 					}
-					o.KSMConfiguration = &advisorv1alpha1.KSMConfiguration{NodeLabelSelector: selector}
+					if shape&withField5 != 0 {
+						selector := &metav1.LabelSelector{}
+						if ksmKey != "" {
+							selector.MatchLabels = map[string]string{ksmKey: ksmValue}
+						}
+						o.KSMConfiguration.NodeLabelSelector = selector
+					}
 				}
 				opts.VirtHigherDensity = o
 			}
@@ -143,30 +162,51 @@ func checkDefaults(t *testing.T, p profiles.Profile, schema blockSchema, opts *a
 	if opts != nil && !reflect.ValueOf(block(opts)).IsNil() {
 		set = jsonObject(t, block(opts))
 	}
-	got := jsonObject(t, block(out))
-	for field := range got {
-		if _, ok := schema.properties[field]; !ok {
-			t.Fatalf("Defaults(%s) sets %s, which the CRD does not have", toJSON(t, opts), field)
-		}
-	}
-	for field, prop := range schema.properties {
-		userValue, isSet := set[field]
-		value, has := got[field]
-		switch {
-		case isSet && !reflect.DeepEqual(value, userValue):
-			t.Fatalf("Defaults(%s) changed %s the user set to %v into %v", toJSON(t, opts), field, userValue, value)
-		case !isSet && prop.Default != nil && !reflect.DeepEqual(value, prop.Default):
-			t.Fatalf("Defaults(%s) leaves %s at %v, not the CRD's default %v", toJSON(t, opts), field, value, prop.Default)
-		case !isSet && prop.Default == nil && has:
-			t.Fatalf("Defaults(%s) sets %s to %v, which the CRD does not default", toJSON(t, opts), field, value)
-		}
-	}
+	checkFields(t, toJSON(t, opts), schema.properties, schema.name, set, "the user's", jsonObject(t, block(out)))
 
 	if again := p.Defaults(out); !reflect.DeepEqual(again, out) {
 		t.Fatalf("Defaults is not idempotent: Defaults(%s) = %s", toJSON(t, out), toJSON(t, again))
 	}
 
 	checkValidate(t, p, schema, opts, out)
+}
+
+// checkFields checks the defaulted object got at path against set, the object as given (by
+// the user, or as the CRD's default of its parent: origin says which), under properties:
+// every field set is kept (an object with properties is checked field by field, the rest
+// whole), every field not set is the CRD's default (an object default, itself defaulted
+// inside as the API server does) or left out if the CRD has none, and got has no field the
+// CRD does not have.
+func checkFields(t *testing.T, in string, properties map[string]propertySchema, path string, set map[string]any, origin string, got map[string]any) {
+	t.Helper()
+	for field := range got {
+		if _, ok := properties[field]; !ok {
+			t.Fatalf("Defaults(%s) sets %s.%s, which the CRD does not have", in, path, field)
+		}
+	}
+	for _, field := range slices.Sorted(maps.Keys(properties)) {
+		prop, at := properties[field], path+"."+field
+		given, isSet := set[field]
+		from := origin
+		if !isSet {
+			given, from = prop.Default, "the CRD's default"
+		}
+		value, has := got[field]
+		switch {
+		case given == nil && has:
+			t.Fatalf("Defaults(%s) sets %s to %v, which the CRD does not default", in, at, value)
+		case given == nil:
+		case len(prop.Properties) > 0:
+			givenObject, _ := given.(map[string]any)
+			gotObject, ok := value.(map[string]any)
+			if givenObject == nil || !ok {
+				t.Fatalf("Defaults(%s) leaves %s at %v, not %s %v", in, at, value, from, given)
+			}
+			checkFields(t, in, prop.Properties, at, givenObject, from, gotObject)
+		case !reflect.DeepEqual(value, given):
+			t.Fatalf("Defaults(%s) leaves %s at %v, not %s %v", in, at, value, from, given)
+		}
+	}
 }
 
 // checkValidate: Validate never panics nor modifies its input, on raw or defaulted
@@ -245,14 +285,17 @@ func jsonObject(t *testing.T, v any) map[string]any {
 
 // propertySchema is what the CRD says of one option.
 type propertySchema struct {
-	Type       string                    `json:"type"`
-	Default    any                       `json:"default"`
-	Minimum    *float64                  `json:"minimum"`
-	Maximum    *float64                  `json:"maximum"`
-	Enum       []any                     `json:"enum"`
-	Pattern    string                    `json:"pattern"`
-	Required   []string                  `json:"required"`
-	Properties map[string]propertySchema `json:"properties"`
+	Type        string                    `json:"type"`
+	Default     any                       `json:"default"`
+	Minimum     *float64                  `json:"minimum"`
+	Maximum     *float64                  `json:"maximum"`
+	Enum        []any                     `json:"enum"`
+	Pattern     string                    `json:"pattern"`
+	Required    []string                  `json:"required"`
+	Properties  map[string]propertySchema `json:"properties"`
+	Validations []struct {
+		Rule string `json:"rule"`
+	} `json:"x-kubernetes-validations"`
 }
 
 // blockSchema is the CRD's schema of one profile's option block.
@@ -321,7 +364,36 @@ func optionsSchema(f *testing.F, name string) blockSchema {
 		}
 		s.rules = append(s.rules, v.Rule)
 	}
+	checkValueRules(f, "spec.options."+name, block.Properties)
 	return s
+}
+
+// checkValueRules fails on a CEL rule of an option value that valueRules does not model.
+func checkValueRules(f *testing.F, path string, properties map[string]propertySchema) {
+	f.Helper()
+	for field, p := range properties {
+		for _, v := range p.Validations {
+			if _, ok := valueRules[v.Rule]; !ok {
+				f.Fatalf("%s.%s has the CEL rule %q, which this test does not model: add it to valueRules", path, field, v.Rule)
+			}
+		}
+		checkValueRules(f, path+"."+field, p.Properties)
+	}
+}
+
+// partitionLabelRule is the CEL rule of the swap partition labels: . and .. name directories
+// of /dev/disk/by-partlabel, not a partition.
+const partitionLabelRule = "self != '.' && self != '..'"
+
+func partitionLabelAllowed(self any) bool {
+	label, _ := self.(string)
+	return label != "." && label != ".."
+}
+
+// valueRules models the CEL rules of single option values (the rules of a whole block are
+// admissionRules), on the value as JSON.
+var valueRules = map[string]func(self any) bool{
+	partitionLabelRule: partitionLabelAllowed,
 }
 
 // admissionRules models the CEL rules of the option blocks, on the defaulted block.
@@ -368,6 +440,11 @@ func propertyRefuses(t *testing.T, p propertySchema, value any) string {
 	}
 	if len(p.Enum) > 0 && !slices.Contains(p.Enum, value) {
 		return "not one of the enum"
+	}
+	for _, v := range p.Validations {
+		if !valueRules[v.Rule](value) {
+			return v.Rule
+		}
 	}
 	if s, ok := value.(string); ok && p.Pattern != "" {
 		re, err := regexp.Compile(p.Pattern)

@@ -1,7 +1,34 @@
 // Package profiles defines what a tuning profile is and keeps the registry of the
-// profiles this operator ships. Each profile lives in its own package under
-// internal/profiles/ and registers itself from cmd/; the controller only sees this
-// interface, so adding a profile is one package and one registry line.
+// profiles this operator ships. The controller only sees the Profile interface, so adding
+// a profile needs no controller code. It does touch more than its own package:
+//
+//   - api/v1alpha1: the ProfileName enum (the +kubebuilder:validation:Enum marker and a
+//     constant), an options struct with a doc comment and markers on every field, its
+//     block in ProfileOptions, and a CEL rule on VirtPlatformConfigSpec that allows the
+//     block only with its profile; then `make manifests generate build-installer`, and
+//     admission specs in api/v1alpha1/validation_test.go;
+//   - cmd/main.go: its line in profiles.NewRegistry;
+//   - internal/cli: the profile names the kubectl plugin accepts (Profiles);
+//   - internal/targets: every third-party kind it reads or writes (GVK, CRD, the operator
+//     that installs it, its health check) and the field paths it uses; CRD and kind names
+//     are spelled nowhere else;
+//   - its own RBAC markers, which controller-gen collects into the manager's role;
+//   - a defaulting fuzz target in this directory, and its line in the Makefile's fuzz
+//     target;
+//   - docs/profiles.md, a page in docs/guide listed in test/guide's pageOrder (the guide's
+//     commands are run as a test), and a sample in config/samples.
+//
+// Each profile package has the same shape. Render (the Profile method) defaults the
+// options, then is ReadAndRender of the package's two halves:
+//
+//	func ReadInputs(ctx context.Context, reader client.Reader, o *advisorv1alpha1.<Block>Options) (Inputs, error)
+//	func RenderItems(o *advisorv1alpha1.<Block>Options, in Inputs) ([]plan.Item, error)
+//
+// ReadInputs reads the cluster once, only what the options need, into the package's typed
+// Inputs; RenderItems is a pure function of the options and those inputs, tested by tables
+// against golden files in testdata/render ("when X, it should Y"). The package's envtest
+// specs test only what needs the API server: what ReadInputs reads, server-side dry-runs
+// against the real CRDs, and that Defaults fills in what the CRD defaults.
 package profiles
 
 import (
@@ -44,9 +71,23 @@ type Profile interface {
 	Validate(opts *advisorv1alpha1.ProfileOptions) error
 	// Render reads what it needs from the cluster through reader (a plan.Recorder, which
 	// reads uncached and records what the plan depends on) and returns the plan's items in
-	// execution order. A *PrerequisiteError means the cluster lacks something the
+	// execution order: ReadAndRender of the package's ReadInputs and RenderItems, on the
+	// defaulted options. A *PrerequisiteError means the cluster lacks something the
 	// administrator has to install or change.
 	Render(ctx context.Context, reader client.Reader, opts *advisorv1alpha1.ProfileOptions) ([]plan.Item, error)
+}
+
+// ReadAndRender is every profile's Render on its defaulted option block o: read reads the
+// cluster into the profile's typed inputs, render turns o and those inputs into the items.
+// Its parameters spell out the shape of each profile package's ReadInputs and RenderItems.
+func ReadAndRender[Options, Inputs any](ctx context.Context, reader client.Reader, o Options,
+	read func(context.Context, client.Reader, Options) (Inputs, error),
+	render func(Options, Inputs) ([]plan.Item, error)) ([]plan.Item, error) {
+	in, err := read(ctx, reader, o)
+	if err != nil {
+		return nil, err
+	}
+	return render(o, in)
 }
 
 // PrerequisiteError says what the cluster lacks for a profile and what to do about it.

@@ -7,8 +7,6 @@ import (
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -46,13 +44,13 @@ func (s DeschedulerSchema) HasCustomization(key string) bool {
 // ReadDeschedulerSchema reads the schema of the served v1 KubeDescheduler. A missing CRD
 // or one without a v1 spec schema is a PrerequisiteError.
 func ReadDeschedulerSchema(ctx context.Context, reader client.Reader) (DeschedulerSchema, error) {
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := reader.Get(ctx, types.NamespacedName{Name: KubeDescheduler.CRD}, crd); err != nil {
-		if apierrors.IsNotFound(err) {
-			return DeschedulerSchema{}, &PrerequisiteError{Message: fmt.Sprintf(
-				"the KubeDescheduler CRD is missing: install %s", KubeDescheduler.Operator)}
-		}
-		return DeschedulerSchema{}, fmt.Errorf("read CRD %s: %w", KubeDescheduler.CRD, err)
+	crd, err := KubeDescheduler.ReadCRD(ctx, reader)
+	switch {
+	case err != nil:
+		return DeschedulerSchema{}, err
+	case crd == nil:
+		return DeschedulerSchema{}, &PrerequisiteError{Message: fmt.Sprintf(
+			"the KubeDescheduler CRD is missing: install %s", KubeDescheduler.Operator)}
 	}
 	return DeschedulerSchemaOf(crd)
 }
@@ -60,11 +58,9 @@ func ReadDeschedulerSchema(ctx context.Context, reader client.Reader) (Deschedul
 // DeschedulerSchemaOf reads the schema out of a KubeDescheduler CRD.
 func DeschedulerSchemaOf(crd *apiextensionsv1.CustomResourceDefinition) (DeschedulerSchema, error) {
 	var spec *apiextensionsv1.JSONSchemaProps
-	for _, v := range crd.Spec.Versions {
-		if v.Name == KubeDescheduler.GVK.Version && v.Served && v.Schema != nil && v.Schema.OpenAPIV3Schema != nil {
-			if s, ok := v.Schema.OpenAPIV3Schema.Properties["spec"]; ok {
-				spec = &s
-			}
+	if v, ok := KubeDescheduler.ServedVersion(crd); ok && v.Schema != nil && v.Schema.OpenAPIV3Schema != nil {
+		if s, ok := v.Schema.OpenAPIV3Schema.Properties["spec"]; ok {
+			spec = &s
 		}
 	}
 	if spec == nil {

@@ -216,7 +216,7 @@ func subject(obj *unstructured.Unstructured, listsByName bool) string {
 // when the cluster has no MachineConfigPool kind at all.
 func (p poolRollout) pools(ctx context.Context, reader client.Reader, obj *unstructured.Unstructured) ([]unstructured.Unstructured, bool, error) {
 	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(MachineConfigPool.GVK.GroupVersion().WithKind("MachineConfigPoolList"))
+	list.SetGroupVersionKind(MachineConfigPool.ListGVK(MachineConfigPool.GVK.Version))
 	if err := reader.List(ctx, list); err != nil {
 		if meta.IsNoMatchError(err) {
 			return nil, false, nil

@@ -6,11 +6,8 @@ import (
 	"sort"
 	"strings"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -21,10 +18,6 @@ const (
 	OpenShiftHyperConvergedNamespace = "openshift-cnv"
 	UpstreamHyperConvergedNamespace  = "kubevirt-hyperconverged"
 )
-
-// HyperConvergedVersions are the HyperConverged API versions the operator can use, best
-// first. v1 moved most fields under spec.virtualization and spec.deployment.
-var HyperConvergedVersions = []string{"v1", "v1beta1"}
 
 // HyperConvergedFields are the paths of the HyperConverged fields the operator reads and
 // writes, at one served API version.
@@ -96,51 +89,50 @@ func (h HyperConvergedInstance) Int64(path []string) (int64, bool) {
 // ServedHyperConvergedVersion returns the best HyperConverged API version the cluster
 // serves; "" when the CRD is not installed or serves none the operator knows.
 func ServedHyperConvergedVersion(ctx context.Context, reader client.Reader) (string, error) {
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := reader.Get(ctx, types.NamespacedName{Name: HyperConverged.CRD}, crd); err != nil {
-		if apierrors.IsNotFound(err) {
-			return "", nil
-		}
-		return "", fmt.Errorf("read CRD %s: %w", HyperConverged.CRD, err)
-	}
-	for _, candidate := range HyperConvergedVersions {
-		for _, v := range crd.Spec.Versions {
-			if v.Name == candidate && v.Served {
-				return candidate, nil
-			}
-		}
-	}
-	return "", nil
+	return HyperConverged.ReadServedVersion(ctx, reader)
 }
 
-// FindHyperConverged lists the HyperConverged objects at the version the cluster serves.
-// It returns nil when the CRD is missing or there is none; several are an error that says
-// which, since the operator cannot tell which one the administrator means.
-func FindHyperConverged(ctx context.Context, reader client.Reader) (*HyperConvergedInstance, error) {
+// ListHyperConverged lists the HyperConverged objects at the version the cluster serves,
+// sorted by namespace and name; none when the CRD is missing.
+func ListHyperConverged(ctx context.Context, reader client.Reader) ([]HyperConvergedInstance, error) {
 	version, err := ServedHyperConvergedVersion(ctx, reader)
 	if err != nil || version == "" {
 		return nil, err
 	}
+	fields := HyperConvergedFields{Version: version}
 	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(HyperConverged.GVK.GroupVersion().WithKind("HyperConvergedList"))
-	list.SetAPIVersion(HyperConverged.GVK.Group + "/" + version)
+	list.SetGroupVersionKind(HyperConverged.ListGVK(version))
 	if err := reader.List(ctx, list); err != nil {
 		if meta.IsNoMatchError(err) {
 			return nil, nil
 		}
 		return nil, fmt.Errorf("list HyperConverged: %w", err)
 	}
-	switch len(list.Items) {
-	case 0:
-		return nil, nil
-	case 1:
-		return &HyperConvergedInstance{Object: &list.Items[0], Fields: HyperConvergedFields{Version: version}}, nil
+	out := make([]HyperConvergedInstance, 0, len(list.Items))
+	for i := range list.Items {
+		out = append(out, HyperConvergedInstance{Object: &list.Items[i], Fields: fields})
 	}
-	names := make([]string, 0, len(list.Items))
-	for _, it := range list.Items {
-		names = append(names, it.GetNamespace()+"/"+it.GetName())
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].Namespace()+"/"+out[i].Name() < out[j].Namespace()+"/"+out[j].Name()
+	})
+	return out, nil
+}
+
+// FindHyperConverged finds the cluster's one HyperConverged (see ListHyperConverged). It
+// returns nil when the CRD is missing or there is none; several are an error that says
+// which, since the operator cannot tell which one the administrator means.
+func FindHyperConverged(ctx context.Context, reader client.Reader) (*HyperConvergedInstance, error) {
+	found, err := ListHyperConverged(ctx, reader)
+	switch {
+	case err != nil || len(found) == 0:
+		return nil, err
+	case len(found) == 1:
+		return &found[0], nil
 	}
-	sort.Strings(names)
+	names := make([]string, 0, len(found))
+	for _, it := range found {
+		names = append(names, it.Namespace()+"/"+it.Name())
+	}
 	return nil, &PrerequisiteError{Message: fmt.Sprintf(
 		"the cluster has %d HyperConverged objects (%s); OpenShift Virtualization supports exactly one: delete the extra ones",
 		len(names), strings.Join(names, ", "))}

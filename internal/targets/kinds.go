@@ -10,8 +10,8 @@ import (
 
 // Kind is one third-party kind.
 type Kind struct {
-	// GVK at the version the operator reads and writes (for the HyperConverged see
-	// HyperConvergedVersions: the served version is chosen at run time).
+	// GVK at the version the operator reads and writes (for a kind with Versions, the
+	// best one: the served version is chosen at run time).
 	GVK schema.GroupVersionKind
 	// CRD is the name of its CustomResourceDefinition.
 	CRD string
@@ -20,10 +20,26 @@ type Kind struct {
 	Operator string
 	// Namespaced tells whether its objects live in a namespace.
 	Namespaced bool
+	// Versions are the API versions the operator can read and write the kind at, best
+	// first, when it knows more than the one of GVK (the HyperConverged); nil otherwise.
+	Versions []string
 }
 
 // GroupKind of the kind.
 func (k Kind) GroupKind() schema.GroupKind { return k.GVK.GroupKind() }
+
+// ListGVK is the GroupVersionKind of a list of the kind, at version.
+func (k Kind) ListGVK(version string) schema.GroupVersionKind {
+	return schema.GroupVersionKind{Group: k.GVK.Group, Version: version, Kind: k.GVK.Kind + "List"}
+}
+
+// usableVersions are the API versions the operator can use for the kind, best first.
+func (k Kind) usableVersions() []string {
+	if len(k.Versions) > 0 {
+		return k.Versions
+	}
+	return []string{k.GVK.Version}
+}
 
 // The third-party kinds.
 var (
@@ -53,6 +69,9 @@ var (
 		CRD:        "hyperconvergeds.hco.kubevirt.io",
 		Operator:   "OpenShift Virtualization (the HyperConverged Cluster Operator)",
 		Namespaced: true,
+		// v1 moved most fields under spec.virtualization and spec.deployment; a cluster
+		// that serves only v1beta1 has them at spec.
+		Versions: []string{"v1", "v1beta1"},
 	}
 	NodeHealthCheck = Kind{
 		GVK:      schema.GroupVersionKind{Group: "remediation.medik8s.io", Version: "v1alpha1", Kind: "NodeHealthCheck"},

@@ -190,12 +190,7 @@ func (*Profile) Validate(*advisorv1alpha1.ProfileOptions) error { return nil }
 
 // Render implements profiles.Profile: it reads the inputs, then renders them.
 func (p *Profile) Render(ctx context.Context, reader client.Reader, opts *advisorv1alpha1.ProfileOptions) ([]plan.Item, error) {
-	o := p.Defaults(opts).PlatformBaseline
-	in, err := ReadInputs(ctx, reader, NeedsOf(o))
-	if err != nil {
-		return nil, err
-	}
-	return RenderItems(o, in), nil
+	return profiles.ReadAndRender(ctx, reader, p.Defaults(opts).PlatformBaseline, ReadInputs, RenderItems)
 }
 
 // SwapMachineConfigName is the swap MachineConfig, the same object virt-higher-density

@@ -42,9 +42,9 @@ var _ = Describe("platform-baseline against the real upstream CRDs of every comp
 	cl := onCluster()
 
 	// aCluster creates three workers (two with two NUMA nodes, all Intel, one with an
-	// NVIDIA GPU and a USB receiver) unless bare, the HyperConverged and the Self Node
-	// Remediation template.
-	aCluster := func(bare bool) {
+	// NVIDIA GPU and a USB receiver), the HyperConverged and the Self Node Remediation
+	// template.
+	aCluster := func() {
 		labels := [][]string{
 			{intel, numa, nvidia, receiver},
 			{intel, numa},
@@ -52,11 +52,9 @@ var _ = Describe("platform-baseline against the real upstream CRDs of every comp
 		}
 		for i, ls := range labels {
 			doc := fmt.Sprintf("apiVersion: v1\nkind: Node\nmetadata:\n  name: worker-%d\n  labels:\n    node-role.kubernetes.io/worker: \"\"\n", i)
-			if !bare {
-				for _, l := range ls {
-					k, v, _ := cut(l)
-					doc += fmt.Sprintf("    %s: %q\n", k, v)
-				}
+			for _, l := range ls {
+				k, v, _ := cut(l)
+				doc += fmt.Sprintf("    %s: %q\n", k, v)
 			}
 			cl.create(doc)
 		}
@@ -90,7 +88,7 @@ spec:
 	}
 
 	Context("every component", func() {
-		BeforeEach(func() { aCluster(false) })
+		BeforeEach(func() { aCluster() })
 
 		It("drafts each item with a server-side dry-run the real CRD accepts, shows its change, and a second draft after the apply has nothing to change", func() {
 			rendered, p := cl.draft(everything())
@@ -161,7 +159,7 @@ spec:
 	})
 
 	Context("a component whose CRD the cluster does not serve", func() {
-		BeforeEach(func() { aCluster(false) })
+		BeforeEach(func() { aCluster() })
 
 		DescribeTable("is Skipped naming the operator to install, while the other items draft and apply",
 			func(kind targets.Kind, operator string, skipped ...string) {
@@ -199,57 +197,18 @@ spec:
 	})
 
 	Context("hardware facts from the worker nodes' labels", func() {
-		It("with Node Feature Discovery labels: plans NUMA, the Intel IOMMU arguments and the reported devices, listing the facts", func() {
-			aCluster(false)
+		It("reads them from the workers only (not the AMD control-plane node): plans NUMA, the Intel IOMMU arguments and the reported devices, counting 3 workers", func() {
+			aCluster()
 			_, p := cl.draft(everything())
 			Expect(item(p, baseline.ItemKubelet).Message).To(ContainSubstring("numa: 2 of 3 workers report several NUMA nodes (feature.node.kubernetes.io/memory-numa=true)"))
 			Expect(item(p, baseline.ItemIOMMU).State).To(Equal(advisorv1alpha1.ItemPending))
 			Expect(item(p, baseline.ItemVFIO).Message).To(ContainSubstring("1 of 3 workers report a PCI device of vendor 10de (for 10de:1eb8)"))
 			Expect(item(p, baseline.ItemHyperConverged).Message).To(ContainSubstring("1 of 3 workers report USB device 046d:c52b"))
 		})
-
-		It("without them: skips NUMA, the IOMMU and the devices, naming the labels looked for; the kubelet settings and AAQ are still planned", func() {
-			aCluster(true)
-			_, p := cl.draft(everything())
-			kubelet := item(p, baseline.ItemKubelet)
-			Expect(kubelet.State).To(Equal(advisorv1alpha1.ItemPending))
-			Expect(kubelet.Diff).NotTo(ContainSubstring("topologyManagerPolicy"))
-			Expect(kubelet.Message).To(ContainSubstring("numa: not planned: no worker reports its NUMA layout (label feature.node.kubernetes.io/memory-numa"))
-			iommu := item(p, baseline.ItemIOMMU)
-			Expect(iommu.State).To(Equal(advisorv1alpha1.ItemSkipped))
-			Expect(iommu.Message).To(ContainSubstring("no worker reports its CPU vendor (label feature.node.kubernetes.io/cpu-model.vendor_id"))
-			vfio := item(p, baseline.ItemVFIO)
-			Expect(vfio.State).To(Equal(advisorv1alpha1.ItemSkipped))
-			Expect(vfio.Message).To(ContainSubstring("0 of 3 workers report a PCI device of vendor 10de"))
-			hco := item(p, baseline.ItemHyperConverged)
-			Expect(hco.State).To(Equal(advisorv1alpha1.ItemPending), "AAQ needs no hardware")
-			Expect(hco.Diff).NotTo(ContainSubstring("HostDevices"))
-			Expect(hco.Message).To(ContainSubstring("usbPassthrough: not planned: 0 of 3 workers report USB device 046d:c52b"))
-		})
-
-		It("on AMD workers: plans amd_iommu=on", func() {
-			cl.create(`
-apiVersion: v1
-kind: Node
-metadata:
-  name: worker-amd
-  labels: {node-role.kubernetes.io/worker: "", ` + baseline.LabelCPUVendor + `: AMD}`)
-			DeferCleanup(func() {
-				mc := &unstructured.Unstructured{}
-				mc.SetGroupVersionKind(targets.MachineConfig.GVK)
-				mc.SetName(nodeconfig.IOMMUMachineConfigName)
-				Expect(client.IgnoreNotFound(cl.c.Delete(ctx, mc))).To(Succeed())
-			})
-			rendered, p := cl.draft(options(advisorv1alpha1.PlatformBaselineOptions{}))
-			iommu := item(p, baseline.ItemIOMMU)
-			Expect(iommu.Diff).To(MatchRegexp(line("+", "- amd_iommu=on")))
-			Expect(iommu.Message).To(ContainSubstring("1 of 1 workers report AMD CPUs"))
-			Expect(rendered).NotTo(BeEmpty())
-		})
 	})
 
 	Context("together with virt-higher-density", func() {
-		BeforeEach(func() { aCluster(false) })
+		BeforeEach(func() { aCluster() })
 
 		It("co-owns the swap MachineConfig and the HyperConverged: neither apply removes the other's fields, and each profile sees drift only on its own", func() {
 			hd := string(advisorv1alpha1.ProfileVirtHigherDensity)

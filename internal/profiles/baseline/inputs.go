@@ -6,13 +6,13 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
 	"github.com/kubevirt/virt-advisor-operator/internal/nodeconfig"
 	"github.com/kubevirt/virt-advisor-operator/internal/targets"
 )
@@ -52,7 +52,8 @@ type HyperConverged struct {
 // Inputs is everything the profile reads from the cluster, typed; RenderItems depends on
 // nothing else.
 type Inputs struct {
-	// Served lists the CRDs of the components' kinds the cluster has, by CRD name.
+	// Served names, by CRD name, the components' kinds the cluster serves at a version the
+	// operator uses (see targets.Kind.ServedVersion).
 	Served map[string]bool `json:"served"`
 	// Facts are the worker nodes' hardware facts.
 	Facts Facts `json:"facts"`
@@ -77,22 +78,23 @@ var componentKinds = []targets.Kind{
 	targets.SelfNodeRemediationTemplate, targets.ForkliftController, targets.MetalLB,
 }
 
-// ReadInputs reads what the plan depends on: which CRDs exist, the worker nodes' labels
-// (metadata only), the HyperConverged, the Self Node Remediation template, and where the
-// ForkliftController and the MetalLB go. Only what enabled components need is read.
-func ReadInputs(ctx context.Context, reader client.Reader, need Needs) (Inputs, error) {
+// ReadInputs reads what the plan for the defaulted options o depends on: which CRDs exist,
+// the worker nodes' labels (metadata only), the HyperConverged, the Self Node Remediation
+// template, and where the ForkliftController and the MetalLB go. Only what enabled
+// components need is read (see NeedsOf).
+func ReadInputs(ctx context.Context, reader client.Reader, o *advisorv1alpha1.PlatformBaselineOptions) (Inputs, error) {
+	need := NeedsOf(o)
 	in := Inputs{Served: map[string]bool{}}
 	for _, k := range componentKinds {
 		if !need.kind(k) {
 			continue
 		}
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		switch err := reader.Get(ctx, types.NamespacedName{Name: k.CRD}, crd); {
-		case apierrors.IsNotFound(err):
-		case err != nil:
-			return Inputs{}, fmt.Errorf("read CRD %s: %w", k.CRD, err)
-		default:
-			in.Served[k.CRD] = servesVersion(crd, k)
+		version, err := k.ReadServedVersion(ctx, reader)
+		if err != nil {
+			return Inputs{}, err
+		}
+		if version != "" {
+			in.Served[k.CRD] = true
 		}
 	}
 	var err error
@@ -130,23 +132,6 @@ func ReadInputs(ctx context.Context, reader client.Reader, need Needs) (Inputs, 
 	return in, nil
 }
 
-// servesVersion tells whether the CRD serves the version the operator uses for k (any
-// version the operator knows, for the HyperConverged).
-func servesVersion(crd *apiextensionsv1.CustomResourceDefinition, k targets.Kind) bool {
-	want := map[string]bool{k.GVK.Version: true}
-	if k.CRD == targets.HyperConverged.CRD {
-		for _, v := range targets.HyperConvergedVersions {
-			want[v] = true
-		}
-	}
-	for _, v := range crd.Spec.Versions {
-		if v.Served && want[v.Name] {
-			return true
-		}
-	}
-	return false
-}
-
 // readFacts lists the worker nodes metadata-only: labels are all the profile needs, and a
 // cluster with thousands of nodes must not bring their status into the operator.
 func readFacts(ctx context.Context, reader client.Reader) (Facts, error) {
@@ -167,7 +152,7 @@ func readFacts(ctx context.Context, reader client.Reader) (Facts, error) {
 // automatic-strategy template, else the first one by namespace and name.
 func findTemplate(ctx context.Context, reader client.Reader) (*Instance, error) {
 	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(targets.SelfNodeRemediationTemplate.GVK.GroupVersion().WithKind("SelfNodeRemediationTemplateList"))
+	list.SetGroupVersionKind(targets.SelfNodeRemediationTemplate.ListGVK(targets.SelfNodeRemediationTemplate.GVK.Version))
 	if err := reader.List(ctx, list); err != nil {
 		return nil, fmt.Errorf("list SelfNodeRemediationTemplates: %w", err)
 	}
@@ -192,7 +177,7 @@ func findTemplate(ctx context.Context, reader client.Reader) (*Instance, error) 
 // creates it).
 func place(ctx context.Context, reader client.Reader, k targets.Kind, def Instance) (Placement, error) {
 	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(k.GVK.GroupVersion().WithKind(k.GVK.Kind + "List"))
+	list.SetGroupVersionKind(k.ListGVK(k.GVK.Version))
 	if err := reader.List(ctx, list); err != nil {
 		return Placement{}, fmt.Errorf("list %s: %w", k.GVK.Kind, err)
 	}

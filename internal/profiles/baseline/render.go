@@ -15,8 +15,9 @@ import (
 // RenderItems is the plan for the defaulted options o on a cluster that reads as in: a
 // pure function, so every combination is tested without a cluster. Every enabled component
 // renders its item, or the item Skipped with the reason; components that write one object
-// (the KubeletConfig, the HyperConverged) are fragments of one item.
-func RenderItems(o *advisorv1alpha1.PlatformBaselineOptions, in Inputs) []plan.Item {
+// (the KubeletConfig, the HyperConverged) are fragments of one item. No options or inputs
+// make it fail: a component that cannot be planned is a Skipped item.
+func RenderItems(o *advisorv1alpha1.PlatformBaselineOptions, in Inputs) ([]plan.Item, error) {
 	var items []plan.Item
 	if on(o.Swap.Enabled) {
 		items = append(items, swapItem(o.Swap, in))
@@ -51,7 +52,7 @@ func RenderItems(o *advisorv1alpha1.PlatformBaselineOptions, in Inputs) []plan.I
 	if on(o.AAQ.Enabled) {
 		items = append(items, hcoFragment(in, ComponentAAQ, advisorv1alpha1.ImpactMedium, aaq(in)))
 	}
-	return items
+	return items, nil
 }
 
 // missingCRD is the skip reason of a component whose kind the cluster lacks, or "".

@@ -188,8 +188,9 @@ func TestRenderItems(t *testing.T) {
 			inBefore, err := json.Marshal(tc.in)
 			g.Expect(err).NotTo(HaveOccurred())
 
-			items := baseline.RenderItems(tc.opts, tc.in)
+			items, err := baseline.RenderItems(tc.opts, tc.in)
 
+			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(tc.opts).To(Equal(optsBefore), "RenderItems modified its options")
 			inAfter, _ := json.Marshal(tc.in)
 			g.Expect(string(inAfter)).To(Equal(string(inBefore)), "RenderItems modified its inputs")
@@ -204,7 +205,11 @@ func TestRenderItems(t *testing.T) {
 // merged renders and merges the items as a draft does, by name.
 func merged(t *testing.T, o *advisorv1alpha1.PlatformBaselineOptions, in baseline.Inputs) map[string]plan.Item {
 	t.Helper()
-	items, err := plan.MergeFragments(baseline.RenderItems(o, in))
+	rendered, err := baseline.RenderItems(o, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	items, err := plan.MergeFragments(rendered)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +276,9 @@ func TestMachineConfigsPassIgnition(t *testing.T) {
 					o.VFIO.Devices = d
 					o.Swap.PartitionLabel = label
 					names := map[string]bool{}
-					for _, it := range baseline.RenderItems(o, cluster(f)) {
+					items, err := baseline.RenderItems(o, cluster(f))
+					g.Expect(err).NotTo(HaveOccurred())
+					for _, it := range items {
 						if it.Desired.GroupVersionKind() != targets.MachineConfig.GVK {
 							continue
 						}

@@ -68,7 +68,7 @@ func describePlans(cl *cluster) {
 			})
 		})
 
-		It("with the defaults: creates the swap MachineConfig, then raises memory overcommit from the server default 100 to 150 at the served version's path", func() {
+		It("with the defaults: creates the swap MachineConfig, then raises memory overcommit from the server default 100 to 150 and turns KSM on for every node, at the served version's path", func() {
 			_, p := cl.draft(nil)
 			Expect(p.Items).To(HaveLen(2))
 			Expect(p.Items[0].Name).To(Equal(higherdensity.ItemSwap), "swap comes first")
@@ -86,7 +86,11 @@ func describePlans(cl *cluster) {
 			Expect(hco.Message).To(ContainSubstring("100 → 150"))
 			Expect(hco.Message).To(ContainSubstring("running VMs keep what they see until they restart or migrate"))
 			Expect(hco.ManagedFields).To(ContainElement(pathString(cl.fields().MemoryOvercommitPercentage())))
-			Expect(hco.ManagedFields).NotTo(ContainElement(ContainSubstring("ksmConfiguration")), "KSM is off by default")
+			Expect(hco.Diff).To(MatchRegexp(line("+", "ksmConfiguration:")))
+			Expect(hco.Diff).To(MatchRegexp(line("+", "nodeLabelSelector: {}")))
+			Expect(hco.Message).To(ContainSubstring("Kernel Samepage Merging on every node"))
+			Expect(hco.ManagedFields).To(ContainElement(pathString(append(cl.fields().KSMConfiguration(), "nodeLabelSelector"))),
+				"KSM is on for every node by default")
 			if cl.version == "v1" {
 				Expect(hco.Diff).To(MatchRegexp(line(" ", "virtualization:")))
 			} else {
@@ -94,25 +98,9 @@ func describePlans(cl *cluster) {
 			}
 		})
 
-		It("without swap and a ratio of 120: plans only the HyperConverged", func() {
-			_, p := cl.draft(&advisorv1alpha1.VirtHigherDensityOptions{EnableSwap: ptr.To(false), MemoryToRequestRatio: ptr.To[int32](120)})
-			Expect(p.Items).To(HaveLen(1))
-			Expect(p.Items[0].Name).To(Equal(higherdensity.ItemHyperConverged))
-			Expect(p.Items[0].Diff).To(MatchRegexp(line("+", "memoryOvercommitPercentage: 120")))
-		})
-
-		It("with a ratio of 300 and swap: plans both, overcommit 300", func() {
-			_, p := cl.draft(&advisorv1alpha1.VirtHigherDensityOptions{MemoryToRequestRatio: ptr.To[int32](300)})
-			Expect(p.Items).To(HaveLen(2))
-			Expect(item(p, higherdensity.ItemHyperConverged).Diff).To(MatchRegexp(line("+", "memoryOvercommitPercentage: 300")))
-		})
-
-		It("KSM on: sets nodeLabelSelector {}; KSM off afterwards: removes the ksmConfiguration it set", func() {
-			ksm := &advisorv1alpha1.VirtHigherDensityOptions{
-				EnableSwap: ptr.To(false), MemoryToRequestRatio: ptr.To[int32](110),
-				KSMConfiguration: &advisorv1alpha1.KSMConfiguration{NodeLabelSelector: &metav1.LabelSelector{}},
-			}
-			rendered, p := cl.draft(ksm)
+		It("KSM on by default: sets nodeLabelSelector {}; enabled: false afterwards: removes the ksmConfiguration it set", func() {
+			opts := &advisorv1alpha1.VirtHigherDensityOptions{EnableSwap: ptr.To(false), MemoryToRequestRatio: ptr.To[int32](110)}
+			rendered, p := cl.draft(opts)
 			hco := p.Items[0]
 			Expect(hco.Diff).To(MatchRegexp(line("+", "ksmConfiguration:")))
 			Expect(hco.Diff).To(MatchRegexp(line("+", "nodeLabelSelector: {}")))
@@ -122,21 +110,23 @@ func describePlans(cl *cluster) {
 			Expect(found).To(BeTrue())
 			Expect(selector).To(BeEmpty())
 
-			By("turning KSM off removes the field this profile set")
-			ksm.KSMConfiguration = nil
-			rendered, p = cl.draft(ksm)
+			By("opting out of KSM removes the field this profile set")
+			opts.KSMConfiguration = &advisorv1alpha1.KSMConfiguration{Enabled: ptr.To(false)}
+			rendered, p = cl.draft(opts)
 			Expect(p.Items[0].Diff).To(MatchRegexp(line("-", "ksmConfiguration:")))
+			Expect(p.Items[0].ManagedFields).NotTo(ContainElement(ContainSubstring("ksmConfiguration")))
 			cl.applyAll(rendered, p)
 			_, found = cl.nested(cl.readHyperConverged("openshift-cnv"), cl.fields().KSMConfiguration())
 			Expect(found).To(BeFalse())
 		})
 
-		It("KSM off leaves a ksmConfiguration someone else set as it is", func() {
+		It("KSM opted out leaves a ksmConfiguration someone else set as it is", func() {
 			hco := cl.readHyperConverged("openshift-cnv")
 			Expect(unstructured.SetNestedField(hco.Object, map[string]any{"matchLabels": map[string]any{"ksm": "on"}},
 				append(cl.fields().KSMConfiguration(), "nodeLabelSelector")...)).To(Succeed())
 			Expect(cl.c.Update(ctx, hco)).To(Succeed())
-			rendered, p := cl.draft(&advisorv1alpha1.VirtHigherDensityOptions{EnableSwap: ptr.To(false), MemoryToRequestRatio: ptr.To[int32](110)})
+			rendered, p := cl.draft(&advisorv1alpha1.VirtHigherDensityOptions{EnableSwap: ptr.To(false), MemoryToRequestRatio: ptr.To[int32](110),
+				KSMConfiguration: &advisorv1alpha1.KSMConfiguration{Enabled: ptr.To(false)}})
 			Expect(p.Items[0].Diff).NotTo(MatchRegexp(`(?m)^[-+].*ksm`))
 			cl.applyAll(rendered, p)
 			_, found := cl.nested(cl.readHyperConverged("openshift-cnv"), cl.fields().KSMConfiguration())
@@ -231,11 +221,20 @@ spec:
 			Expect(serverDefaulted("{}")).To(Equal(higherdensity.New().Defaults(nil).VirtHigherDensity))
 		})
 
-		It("fill in what the API server fills in around the options the user set", func() {
-			set := &advisorv1alpha1.VirtHigherDensityOptions{EnableSwap: ptr.To(false), MemoryToRequestRatio: ptr.To[int32](110)}
-			Expect(serverDefaulted("{enableSwap: false, memoryToRequestRatio: 110}")).To(Equal(
-				higherdensity.New().Defaults(&advisorv1alpha1.ProfileOptions{VirtHigherDensity: set}).VirtHigherDensity))
-		})
+		DescribeTable("fill in what the API server fills in around the options the user set",
+			func(options string, set *advisorv1alpha1.VirtHigherDensityOptions) {
+				Expect(serverDefaulted(options)).To(Equal(
+					higherdensity.New().Defaults(&advisorv1alpha1.ProfileOptions{VirtHigherDensity: set}).VirtHigherDensity))
+			},
+			Entry("swap off and a ratio of 110", "{enableSwap: false, memoryToRequestRatio: 110}",
+				&advisorv1alpha1.VirtHigherDensityOptions{EnableSwap: ptr.To(false), MemoryToRequestRatio: ptr.To[int32](110)}),
+			Entry("KSM opted out", "{ksmConfiguration: {enabled: false}}",
+				&advisorv1alpha1.VirtHigherDensityOptions{KSMConfiguration: &advisorv1alpha1.KSMConfiguration{Enabled: ptr.To(false)}}),
+			Entry("KSM on selected nodes", `{ksmConfiguration: {nodeLabelSelector: {matchLabels: {ksm: "on"}}}}`,
+				&advisorv1alpha1.VirtHigherDensityOptions{KSMConfiguration: &advisorv1alpha1.KSMConfiguration{
+					NodeLabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"ksm": "on"}},
+				}}),
+		)
 
 		It("a ratio above 120 without swap is refused at admission", func() {
 			obj := &unstructured.Unstructured{}

@@ -1,12 +1,12 @@
 // Package higherdensity is the virt-higher-density profile: more VMs per worker node. The
-// cluster's HyperConverged overcommits VM memory (memoryOvercommitPercentage) and can
-// turn on Kernel Samepage Merging; worker nodes get swap from a labelled partition, which
+// cluster's HyperConverged overcommits VM memory (memoryOvercommitPercentage) and runs
+// Kernel Samepage Merging (on every node unless the options opt out); worker nodes get swap from a labelled partition, which
 // the kubelet lets pods use (LimitedSwap), so an overcommitted node pages out instead of
 // killing VMs.
 //
-// Reading and rendering are separate, as in every profile: ReadInputs reads the cluster
-// through the recording reader, RenderItems is a pure function of the options and those
-// inputs.
+// Reading and rendering are separate, as in every profile (see package profiles):
+// ReadInputs reads the cluster through the recording reader, RenderItems is a pure function
+// of the options and those inputs.
 package higherdensity
 
 import (
@@ -60,9 +60,9 @@ func (*Profile) Name() advisorv1alpha1.ProfileName {
 
 // Description implements profiles.Profile.
 func (*Profile) Description() string {
-	return "Runs more VMs per worker node: VM memory is overcommitted in the HyperConverged, optionally with " +
-		"Kernel Samepage Merging, and worker nodes get swap from a labelled partition so an overcommitted node " +
-		"pages memory out instead of killing VMs."
+	return "Runs more VMs per worker node: VM memory is overcommitted in the HyperConverged (150% by default) with " +
+		"Kernel Samepage Merging (on every node by default), and worker nodes get swap from a labelled partition so " +
+		"an overcommitted node pages memory out instead of killing VMs."
 }
 
 // ImpactSummary implements profiles.Profile.
@@ -104,6 +104,13 @@ func (*Profile) Defaults(opts *advisorv1alpha1.ProfileOptions) *advisorv1alpha1.
 	if o.SwapPartitionLabel == "" {
 		o.SwapPartitionLabel = defaultSwapLabel
 	}
+	// KSM on every node unless the options opt out or narrow it.
+	if o.KSMConfiguration == nil {
+		o.KSMConfiguration = &advisorv1alpha1.KSMConfiguration{}
+	}
+	if o.KSMConfiguration.Enabled == nil {
+		o.KSMConfiguration.Enabled = ptr.To(true)
+	}
 	return &advisorv1alpha1.ProfileOptions{VirtHigherDensity: o}
 }
 
@@ -113,10 +120,5 @@ func (*Profile) Validate(*advisorv1alpha1.ProfileOptions) error { return nil }
 
 // Render implements profiles.Profile: it reads the inputs, then renders them.
 func (p *Profile) Render(ctx context.Context, reader client.Reader, opts *advisorv1alpha1.ProfileOptions) ([]plan.Item, error) {
-	o := p.Defaults(opts).VirtHigherDensity
-	in, err := ReadInputs(ctx, reader)
-	if err != nil {
-		return nil, err
-	}
-	return RenderItems(o, in)
+	return profiles.ReadAndRender(ctx, reader, p.Defaults(opts).VirtHigherDensity, ReadInputs, RenderItems)
 }

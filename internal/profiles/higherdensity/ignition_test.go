@@ -20,13 +20,13 @@ import (
 func TestSwapMachineConfigPassesIgnition(t *testing.T) {
 	labels := []string{"CNV_SWAP", "swap", "VM.swap-1_part", "A23456789012345678901234567890123456"}
 	ratios := []int32{100, 120, 150, 300}
-	ksms := []*advisorv1alpha1.KSMConfiguration{nil, allNodes()}
+	ksms := []*advisorv1alpha1.KSMConfiguration{nil, {Enabled: ptr.To(false)}}
 	checked := 0
 	for _, label := range labels {
 		for _, ratio := range ratios {
 			for _, ksm := range ksms {
 				for _, version := range []string{"v1", "v1beta1"} {
-					name := fmt.Sprintf("label %s, ratio %d, KSM %v, HyperConverged %s", label, ratio, ksm != nil, version)
+					name := fmt.Sprintf("label %s, ratio %d, KSM %v, HyperConverged %s", label, ratio, ksm == nil, version)
 					t.Run(name, func(t *testing.T) {
 						g := NewWithT(t)
 						items, err := higherdensity.RenderItems(options(advisorv1alpha1.VirtHigherDensityOptions{

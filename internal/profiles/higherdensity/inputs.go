@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
 	"github.com/kubevirt/virt-advisor-operator/internal/targets"
 )
 
@@ -24,8 +25,9 @@ type Inputs struct {
 }
 
 // ReadInputs finds the HyperConverged by listing it at the version the cluster serves:
-// none, or several, is a prerequisite error that says which.
-func ReadInputs(ctx context.Context, reader client.Reader) (Inputs, error) {
+// none, or several, is a prerequisite error that says which. Every option set reads the
+// same.
+func ReadInputs(ctx context.Context, reader client.Reader, _ *advisorv1alpha1.VirtHigherDensityOptions) (Inputs, error) {
 	hco, err := targets.RequireHyperConverged(ctx, reader)
 	if err != nil {
 		return Inputs{}, err

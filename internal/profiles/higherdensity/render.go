@@ -56,8 +56,8 @@ func hyperConvergedItem(o *advisorv1alpha1.VirtHigherDensityOptions, in Inputs) 
 	parts := []string{fmt.Sprintf("memoryOvercommitPercentage %s → %d: VMs started or live-migrated after the change see %d%% "+
 		"of the memory their pod requests; running VMs keep what they see until they restart or migrate", current, ratio, ratio)}
 
-	if o.KSMConfiguration != nil {
-		selector, err := selectorMap(o.KSMConfiguration)
+	if ksm := o.KSMConfiguration; *ksm.Enabled {
+		selector, err := selectorMap(ksm)
 		if err != nil {
 			return plan.Item{}, err
 		}
@@ -65,11 +65,11 @@ func hyperConvergedItem(o *advisorv1alpha1.VirtHigherDensityOptions, in Inputs) 
 			fields.KSMConfiguration()...); err != nil {
 			return plan.Item{}, err
 		}
-		parts = append(parts, fmt.Sprintf("Kernel Samepage Merging on %s: running VMs' identical memory pages are merged "+
-			"in the background, which costs some CPU on those nodes", describeSelector(selector)))
+		parts = append(parts, fmt.Sprintf("Kernel Samepage Merging on %s, now %s: running VMs' identical memory "+
+			"pages are merged in the background, which costs some CPU on those nodes", describeSelector(selector), currentKSM(in)))
 	} else {
-		parts = append(parts, "Kernel Samepage Merging is not configured by this profile "+
-			"(a ksmConfiguration it set before is removed; one set by someone else stays)")
+		parts = append(parts, "Kernel Samepage Merging is not configured by this profile (ksmConfiguration.enabled: false): "+
+			"a ksmConfiguration it set before is removed; one set by someone else stays")
 	}
 	return plan.Item{
 		Name:    ItemHyperConverged,
@@ -89,6 +89,15 @@ func selectorMap(ksm *advisorv1alpha1.KSMConfiguration) (map[string]any, error) 
 		return nil, fmt.Errorf("convert ksmConfiguration.nodeLabelSelector: %w", err)
 	}
 	return m, nil
+}
+
+// currentKSM says where the HyperConverged runs KSM now.
+func currentKSM(in Inputs) string {
+	if in.KSM == nil {
+		return "off"
+	}
+	selector, _, _ := unstructured.NestedMap(in.KSM, "nodeLabelSelector")
+	return "on " + describeSelector(selector)
 }
 
 func describeSelector(selector map[string]any) string {

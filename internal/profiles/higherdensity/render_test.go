@@ -28,8 +28,9 @@ func onVersion(version string) higherdensity.Inputs {
 	return higherdensity.Inputs{Namespace: "openshift-cnv", Name: "kubevirt-hyperconverged", Version: version}
 }
 
-func allNodes() *advisorv1alpha1.KSMConfiguration {
-	return &advisorv1alpha1.KSMConfiguration{NodeLabelSelector: &metav1.LabelSelector{}}
+// ksmOff opts out of KSM.
+func ksmOff() *advisorv1alpha1.KSMConfiguration {
+	return &advisorv1alpha1.KSMConfiguration{Enabled: ptr.To(false)}
 }
 
 func TestRenderItems(t *testing.T) {
@@ -46,24 +47,36 @@ func TestRenderItems(t *testing.T) {
 		in   higherdensity.Inputs
 	}{
 		{
-			name: "with the defaults on a v1 HyperConverged, it should plan swap, then memory overcommit 150 under spec.virtualization, without KSM",
+			name: "with the defaults on a v1 HyperConverged, it should plan swap, then memory overcommit 150 and KSM on every node under spec.virtualization",
 			opts: options(advisorv1alpha1.VirtHigherDensityOptions{}),
 			in:   onVersion("v1"),
 		},
 		{
-			name: "with the defaults on a cluster that serves only v1beta1, it should set memory overcommit at spec",
+			name: "with the defaults on a cluster that serves only v1beta1, it should set memory overcommit and KSM at spec",
 			opts: options(advisorv1alpha1.VirtHigherDensityOptions{}),
 			in:   onVersion("v1beta1"),
 		},
 		{
-			name: "with KSM on every node on v1, it should set an empty nodeLabelSelector",
-			opts: options(advisorv1alpha1.VirtHigherDensityOptions{KSMConfiguration: allNodes()}),
+			name: "with no options at all, it should plan as with the defaults",
+			opts: higherdensity.New().Defaults(nil).VirtHigherDensity,
 			in:   onVersion("v1"),
 		},
 		{
-			name: "with KSM on every node on v1beta1, it should set spec.ksmConfiguration",
-			opts: options(advisorv1alpha1.VirtHigherDensityOptions{KSMConfiguration: allNodes()}),
-			in:   onVersion("v1beta1"),
+			name: "with KSM enabled and no selector, it should set an empty nodeLabelSelector",
+			opts: options(advisorv1alpha1.VirtHigherDensityOptions{KSMConfiguration: &advisorv1alpha1.KSMConfiguration{Enabled: ptr.To(true)}}),
+			in:   onVersion("v1"),
+		},
+		{
+			name: "with KSM opted out, it should leave ksmConfiguration out and say that one it set before is removed",
+			opts: options(advisorv1alpha1.VirtHigherDensityOptions{KSMConfiguration: ksmOff()}),
+			in:   onVersion("v1"),
+		},
+		{
+			name: "with KSM opted out and a selector, it should ignore the selector",
+			opts: options(advisorv1alpha1.VirtHigherDensityOptions{KSMConfiguration: &advisorv1alpha1.KSMConfiguration{
+				Enabled: ptr.To(false), NodeLabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"ksm": "on"}},
+			}}),
+			in: onVersion("v1beta1"),
 		},
 		{
 			name: "with KSM on selected nodes, it should copy labels and expressions of the selector",
@@ -88,8 +101,13 @@ func TestRenderItems(t *testing.T) {
 			in:   onVersion("v1"),
 		},
 		{
-			name: "when the HyperConverged already overcommits and runs KSM, it should name the current value and leave KSM out",
+			name: "when the HyperConverged already overcommits and runs KSM on some nodes, it should name both current values",
 			opts: options(advisorv1alpha1.VirtHigherDensityOptions{}),
+			in:   configured,
+		},
+		{
+			name: "when the HyperConverged runs KSM on some nodes and KSM is opted out, it should leave KSM out",
+			opts: options(advisorv1alpha1.VirtHigherDensityOptions{KSMConfiguration: ksmOff()}),
 			in:   configured,
 		},
 		{
@@ -125,11 +143,20 @@ func TestDefaults(t *testing.T) {
 	p := higherdensity.New()
 	g.Expect(p.Defaults(nil).VirtHigherDensity).To(Equal(&advisorv1alpha1.VirtHigherDensityOptions{
 		EnableSwap: ptr.To(true), MemoryToRequestRatio: ptr.To[int32](150), SwapPartitionLabel: "CNV_SWAP",
-	}))
-	set := &advisorv1alpha1.VirtHigherDensityOptions{EnableSwap: ptr.To(false), MemoryToRequestRatio: ptr.To[int32](110), SwapPartitionLabel: "X"}
+		KSMConfiguration: &advisorv1alpha1.KSMConfiguration{Enabled: ptr.To(true)},
+	}), "swap, KSM on every node, memory overcommit 150")
+	set := &advisorv1alpha1.VirtHigherDensityOptions{EnableSwap: ptr.To(false), MemoryToRequestRatio: ptr.To[int32](110), SwapPartitionLabel: "X",
+		KSMConfiguration: ksmOff()}
 	in := &advisorv1alpha1.ProfileOptions{VirtHigherDensity: set}
 	g.Expect(p.Defaults(in).VirtHigherDensity).To(Equal(set))
 	g.Expect(p.Defaults(in).VirtHigherDensity).NotTo(BeIdenticalTo(set), "Defaults copies its input")
+	g.Expect(p.Defaults(in).VirtHigherDensity.KSMConfiguration).NotTo(BeIdenticalTo(set.KSMConfiguration), "Defaults copies its input")
+
+	selected := &metav1.LabelSelector{MatchLabels: map[string]string{"ksm": "on"}}
+	g.Expect(p.Defaults(&advisorv1alpha1.ProfileOptions{VirtHigherDensity: &advisorv1alpha1.VirtHigherDensityOptions{
+		KSMConfiguration: &advisorv1alpha1.KSMConfiguration{NodeLabelSelector: selected},
+	}}).VirtHigherDensity.KSMConfiguration).To(Equal(&advisorv1alpha1.KSMConfiguration{Enabled: ptr.To(true), NodeLabelSelector: selected}),
+		"a selector alone leaves KSM enabled")
 }
 
 func TestPrerequisites(t *testing.T) {

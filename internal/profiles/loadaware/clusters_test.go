@@ -12,8 +12,7 @@ import (
 var _ = Describe("load-aware-rebalancing with the 4.20+ KubeDescheduler CRD (incl. the 4.21+ CEL rules)", Ordered, ContinueOnFailure, func() {
 	cl := onCluster("4.20")
 	describeProfileSelection(cl, variant420)
-	describeEvictionLimits(cl)
-	describeOptions(cl)
+	describeReadingInputs(cl)
 	describeDefaultsMatchTheCRD(cl)
 	describePrerequisiteErrors(cl)
 })

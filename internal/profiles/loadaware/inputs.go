@@ -22,8 +22,9 @@ type Inputs struct {
 	Schema targets.DeschedulerSchema `json:"schema"`
 	// Descheduler is the live KubeDescheduler's spec.profiles; nil when there is none.
 	Descheduler *LiveDescheduler `json:"descheduler,omitempty"`
-	// MigrationLimits are the HyperConverged's live-migration limits, when there is one and
-	// the options leave a limit to it.
+	// MigrationLimits are what was read of the HyperConverged's live-migration limits, when
+	// the schema has eviction limits and the options leave a limit to the HyperConverged;
+	// nil when they were not read.
 	MigrationLimits *MigrationLimits `json:"migrationLimits,omitempty"`
 	// PSIEffective: the worker pool's current rendered configuration already carries psi=1,
 	// so adding it reboots nothing.
@@ -37,8 +38,12 @@ type LiveDescheduler struct {
 
 // MigrationLimits are the HyperConverged's live-migration limits; nil fields are unset.
 type MigrationLimits struct {
-	// Source names the HyperConverged, e.g. "HyperConverged openshift-cnv/kubevirt-hyperconverged".
-	Source     string `json:"source"`
+	// HyperConvergeds is how many HyperConverged objects the cluster has. The limits are
+	// read only from exactly one: with none, or several, the defaults apply.
+	HyperConvergeds int `json:"hyperConvergeds"`
+	// Source names the HyperConverged, e.g. "HyperConverged openshift-cnv/kubevirt-hyperconverged";
+	// "" unless there is exactly one.
+	Source     string `json:"source,omitempty"`
 	PerCluster *int64 `json:"perCluster,omitempty"`
 	PerNode    *int64 `json:"perNode,omitempty"`
 }
@@ -99,14 +104,20 @@ func readDescheduler(ctx context.Context, reader client.Reader) (*LiveDeschedule
 	return &LiveDescheduler{Profiles: profiles}, nil
 }
 
-// readMigrationLimits reads the HyperConverged's live migration limits; nil when there is
-// no HyperConverged.
+// readMigrationLimits reads the live-migration limits of the cluster's HyperConverged. They
+// are read only from exactly one: with none, or several, the plan uses the defaults and
+// says why, instead of failing for a value the options can give.
 func readMigrationLimits(ctx context.Context, reader client.Reader) (*MigrationLimits, error) {
-	hco, err := targets.FindHyperConverged(ctx, reader)
-	if err != nil || hco == nil {
+	found, err := targets.ListHyperConverged(ctx, reader)
+	if err != nil {
 		return nil, err
 	}
-	limits := &MigrationLimits{Source: hco.Describe()}
+	limits := &MigrationLimits{HyperConvergeds: len(found)}
+	if len(found) != 1 {
+		return limits, nil
+	}
+	hco := found[0]
+	limits.Source = hco.Describe()
 	path := hco.Fields.LiveMigrationConfig()
 	if v, ok := hco.Int64(append(path, "parallelMigrationsPerCluster")); ok {
 		limits.PerCluster = &v

@@ -2,9 +2,10 @@
 // best KubeVirt-aware descheduler profile the installed operator offers, and worker nodes
 // get the psi=1 kernel argument so the descheduler can see node pressure.
 //
-// Reading and rendering are separate: ReadInputs reads the cluster once (through the
-// recording reader the engine passes), RenderItems is a pure function of the options and
-// those typed inputs, tested by tables against golden fixtures.
+// Reading and rendering are separate, as in every profile (see package profiles):
+// ReadInputs reads the cluster once, through the recording reader the engine passes;
+// RenderItems is a pure function of the options and those typed inputs, tested by tables
+// against golden files.
 package loadaware
 
 import (
@@ -19,16 +20,10 @@ import (
 	"github.com/kubevirt/virt-advisor-operator/internal/targets"
 )
 
-const (
-	// DeschedulerCRD is the KubeDescheduler CRD of the Kube Descheduler Operator.
-	DeschedulerCRD = "kubedeschedulers.operator.openshift.io"
-	// MachineConfigCRD is the MachineConfig CRD of the Machine Config Operator.
-	MachineConfigCRD = "machineconfigs.machineconfiguration.openshift.io"
-	// MachineConfigPoolCRD is the MachineConfigPool CRD of the Machine Config Operator.
-	MachineConfigPoolCRD = "machineconfigpools.machineconfiguration.openshift.io"
-	// HyperConvergedCRD is the HyperConverged CRD of OpenShift Virtualization.
-	HyperConvergedCRD = "hyperconvergeds.hco.kubevirt.io"
+// DeschedulerCRD is the KubeDescheduler CRD of the Kube Descheduler Operator.
+var DeschedulerCRD = targets.KubeDescheduler.CRD
 
+const (
 	// DeschedulerNamespace and DeschedulerName locate the KubeDescheduler singleton.
 	DeschedulerNamespace = targets.KubeDeschedulerNamespace
 	DeschedulerName      = targets.KubeDeschedulerName
@@ -84,10 +79,10 @@ func (*Profile) ImpactSummary() string {
 
 // Prerequisites implements profiles.Profile.
 func (p *Profile) Prerequisites(opts *advisorv1alpha1.ProfileOptions) []profiles.Prerequisite {
-	out := []profiles.Prerequisite{{CRD: DeschedulerCRD, Operator: targets.KubeDescheduler.Operator}}
+	out := []profiles.Prerequisite{{CRD: targets.KubeDescheduler.CRD, Operator: targets.KubeDescheduler.Operator}}
 	if o := p.Defaults(opts).LoadAware; *o.EnablePSIMetrics {
 		out = append(out, profiles.Prerequisite{
-			CRD:      MachineConfigCRD,
+			CRD:      targets.MachineConfig.CRD,
 			Operator: targets.MachineConfig.Operator + ", or set options.loadAware.enablePSIMetrics to false",
 		})
 	}
@@ -96,7 +91,7 @@ func (p *Profile) Prerequisites(opts *advisorv1alpha1.ProfileOptions) []profiles
 
 // WatchedCRDs implements profiles.Profile.
 func (*Profile) WatchedCRDs() []string {
-	return []string{DeschedulerCRD, MachineConfigCRD, MachineConfigPoolCRD, HyperConvergedCRD}
+	return []string{targets.KubeDescheduler.CRD, targets.MachineConfig.CRD, targets.MachineConfigPool.CRD, targets.HyperConverged.CRD}
 }
 
 // Defaults implements profiles.Profile.
@@ -126,10 +121,5 @@ func (*Profile) Validate(*advisorv1alpha1.ProfileOptions) error { return nil }
 
 // Render implements profiles.Profile: it reads the inputs, then renders them.
 func (p *Profile) Render(ctx context.Context, reader client.Reader, opts *advisorv1alpha1.ProfileOptions) ([]plan.Item, error) {
-	o := p.Defaults(opts).LoadAware
-	in, err := ReadInputs(ctx, reader, o)
-	if err != nil {
-		return nil, err
-	}
-	return RenderItems(o, in)
+	return profiles.ReadAndRender(ctx, reader, p.Defaults(opts).LoadAware, ReadInputs, RenderItems)
 }

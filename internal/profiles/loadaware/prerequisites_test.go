@@ -112,16 +112,6 @@ func describePrerequisiteErrors(cl *cluster) {
 			}
 		}
 
-		It("refuses to plan, asking to upgrade the Kube Descheduler Operator, when the profiles enum offers none of the four candidates", func() {
-			editSpecSchema(crd, func(spec *apiextensionsv1.JSONSchemaProps) {
-				spec.Properties["profiles"].Items.Schema.Enum = []apiextensionsv1.JSON{{Raw: []byte(`"AffinityAndTaints"`)}}
-			})
-			expectPrerequisiteError(crd,
-				"offers none of the profiles load-aware rebalancing needs",
-				"KubeVirtRelieveAndMigrate, DevKubeVirtRelieveAndMigrate, LongLifecycle, DevPreviewLongLifecycle",
-				"upgrade the Kube Descheduler Operator")
-		})
-
 		It("refuses to plan, asking to upgrade the Kube Descheduler Operator, when the CRD does not serve v1", func() {
 			for i := range crd.Spec.Versions {
 				crd.Spec.Versions[i].Served = false

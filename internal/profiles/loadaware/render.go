@@ -114,6 +114,36 @@ func evictionLimits(o *advisorv1alpha1.LoadAwareOptions, hco *MigrationLimits) l
 	return l
 }
 
+// defaultLimitsWhy says why the defaults stand in for limits the options leave to the
+// HyperConverged, when the cluster has none or several, and which options to set instead;
+// "" otherwise.
+func defaultLimitsWhy(o *advisorv1alpha1.LoadAwareOptions, in Inputs) string {
+	hco := in.MigrationLimits
+	if hco == nil || hco.HyperConvergeds == 1 {
+		return ""
+	}
+	var unset []string
+	if o.EvictionLimitTotal == nil {
+		unset = append(unset, "options.loadAware.evictionLimitTotal")
+	}
+	if o.EvictionLimitNode == nil && in.Schema.EvictionLimitNode {
+		unset = append(unset, "options.loadAware.evictionLimitNode")
+	}
+	if len(unset) == 0 {
+		return ""
+	}
+	found := "no HyperConverged was found to read live-migration limits from"
+	if hco.HyperConvergeds > 1 {
+		found = fmt.Sprintf("%d HyperConverged objects were found, and live-migration limits are read only from exactly one",
+			hco.HyperConvergeds)
+	}
+	what := "the limit"
+	if len(unset) > 1 {
+		what = "the limits"
+	}
+	return fmt.Sprintf("the defaults apply: %s; set %s to choose %s", found, strings.Join(unset, " and "), what)
+}
+
 // clampInt32 keeps a HyperConverged limit (an unsigned 32-bit field) within the int32 the
 // KubeDescheduler's evictionLimits take, instead of letting it wrap around.
 func clampInt32(v int64) int32 {
@@ -158,6 +188,9 @@ func deschedulerItem(o *advisorv1alpha1.LoadAwareOptions, in Inputs, chosen, why
 		}
 		spec["evictionLimits"] = el
 		details = append(details, detail)
+		if why := defaultLimitsWhy(o, in); why != "" {
+			details = append(details, why)
+		}
 	}
 	desired := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
 	desired.SetGroupVersionKind(targets.KubeDescheduler.GVK)

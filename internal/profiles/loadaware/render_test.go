@@ -59,9 +59,14 @@ func live(running ...string) *loadaware.LiveDescheduler {
 	return &loadaware.LiveDescheduler{Profiles: running}
 }
 
-// hco is a HyperConverged with the given live-migration limits (nil: unset).
+// hco is the cluster's one HyperConverged, with the given live-migration limits (nil: unset).
 func hco(perCluster, perNode *int64) *loadaware.MigrationLimits {
-	return &loadaware.MigrationLimits{Source: hcoSource, PerCluster: perCluster, PerNode: perNode}
+	return &loadaware.MigrationLimits{HyperConvergeds: 1, Source: hcoSource, PerCluster: perCluster, PerNode: perNode}
+}
+
+// hyperConvergeds is a cluster with n HyperConverged objects, n not 1: no limits are read.
+func hyperConvergeds(n int) *loadaware.MigrationLimits {
+	return &loadaware.MigrationLimits{HyperConvergeds: n}
 }
 
 // withCustomizations is s with only the given profileCustomizations keys.
@@ -235,6 +240,11 @@ func TestRenderItems(t *testing.T) {
 			in:   loadaware.Inputs{Schema: s420, MigrationLimits: hco(ptr.To[int64](7), ptr.To[int64](3))},
 		},
 		{
+			name: "when the options set both limits and the HyperConverged was not read, it should take both from the options",
+			opts: options(advisorv1alpha1.LoadAwareOptions{EnablePSIMetrics: ptr.To(false), EvictionLimitTotal: ptr.To[int32](20), EvictionLimitNode: ptr.To[int32](4)}),
+			in:   loadaware.Inputs{Schema: s420},
+		},
+		{
 			name: "when the options set only the total, it should take the node limit from the HyperConverged",
 			opts: options(advisorv1alpha1.LoadAwareOptions{EnablePSIMetrics: ptr.To(false), EvictionLimitTotal: ptr.To[int32](20)}),
 			in:   loadaware.Inputs{Schema: s420, MigrationLimits: hco(ptr.To[int64](7), ptr.To[int64](3))},
@@ -248,6 +258,26 @@ func TestRenderItems(t *testing.T) {
 			name: "when the HyperConverged limits exceed what evictionLimits hold, it should cap them instead of wrapping around",
 			opts: options(noPSI),
 			in:   loadaware.Inputs{Schema: s420, MigrationLimits: hco(ptr.To[int64](4294967295), ptr.To[int64](4294967295))},
+		},
+		{
+			name: "when the cluster has two HyperConverged objects, it should use the default limits and say why and which options avoid it",
+			opts: options(noPSI),
+			in:   loadaware.Inputs{Schema: s420, MigrationLimits: hyperConvergeds(2)},
+		},
+		{
+			name: "when the cluster has no HyperConverged, it should use the default limits and say why and which options avoid it",
+			opts: options(noPSI),
+			in:   loadaware.Inputs{Schema: s420, MigrationLimits: hyperConvergeds(0)},
+		},
+		{
+			name: "when the cluster has three HyperConverged objects and the options set the total, it should default only the node limit and name only its option",
+			opts: options(advisorv1alpha1.LoadAwareOptions{EnablePSIMetrics: ptr.To(false), EvictionLimitTotal: ptr.To[int32](20)}),
+			in:   loadaware.Inputs{Schema: s420, MigrationLimits: hyperConvergeds(3)},
+		},
+		{
+			name: "when 4.18 has two HyperConverged objects, it should default the total limit and name only its option",
+			opts: options(noPSI),
+			in:   loadaware.Inputs{Schema: s418, Descheduler: live("AffinityAndTaints"), MigrationLimits: hyperConvergeds(2)},
 		},
 		{
 			name: "when the options set a node limit above the total, it should cap it at the total",

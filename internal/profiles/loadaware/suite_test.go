@@ -28,9 +28,10 @@ func TestLoadAware(t *testing.T) {
 }
 
 const (
-	profileName  = string(advisorv1alpha1.ProfileLoadAwareRebalancing)
-	hcoNamespace = "openshift-cnv"
-	hcoName      = "kubevirt-hyperconverged"
+	profileName          = string(advisorv1alpha1.ProfileLoadAwareRebalancing)
+	hcoNamespace         = "openshift-cnv"
+	upstreamHCONamespace = "kubevirt-hyperconverged"
+	hcoName              = "kubevirt-hyperconverged"
 )
 
 // cluster is one real kube-apiserver and etcd (envtest) with this project's CRD, the base
@@ -47,7 +48,7 @@ func onCluster(gen string) *cluster {
 	BeforeAll(func() {
 		env, err := testenv.New(testenv.OwnCRDs, testenv.BaseCRDs, testenv.DeschedulerCRDs(gen))
 		Expect(err).NotTo(HaveOccurred())
-		cl.c = testenv.StartForContainer(ctx, env, loadaware.DeschedulerNamespace, hcoNamespace)
+		cl.c = testenv.StartForContainer(ctx, env, loadaware.DeschedulerNamespace, hcoNamespace, upstreamHCONamespace)
 	})
 	return cl
 }
@@ -75,12 +76,19 @@ func (cl *cluster) liveDescheduler(profiles ...string) {
 	DeferCleanup(func() { Expect(client.IgnoreNotFound(cl.c.Delete(ctx, obj))).To(Succeed()) })
 }
 
-// hyperConverged creates the v1 HyperConverged with the given live-migration limits.
+// hyperConverged creates the v1 HyperConverged in openshift-cnv with the given
+// live-migration limits, for the current spec.
 func (cl *cluster) hyperConverged(perCluster, perNode int) {
+	cl.hyperConvergedIn(hcoNamespace, perCluster, perNode)
+}
+
+// hyperConvergedIn creates the v1 HyperConverged in namespace with the given
+// live-migration limits, for the current spec.
+func (cl *cluster) hyperConvergedIn(namespace string, perCluster, perNode int) {
 	obj := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "hco.kubevirt.io/v1",
 		"kind":       "HyperConverged",
-		"metadata":   map[string]any{"name": hcoName, "namespace": hcoNamespace},
+		"metadata":   map[string]any{"name": hcoName, "namespace": namespace},
 		"spec": map[string]any{"virtualization": map[string]any{"liveMigrationConfig": map[string]any{
 			"parallelMigrationsPerCluster":      int64(perCluster),
 			"parallelOutboundMigrationsPerNode": int64(perNode),
@@ -178,20 +186,6 @@ func (cl *cluster) deschedulerCRD() *apiextensionsv1.CustomResourceDefinition {
 	crd := &apiextensionsv1.CustomResourceDefinition{}
 	Expect(cl.c.Get(ctx, types.NamespacedName{Name: loadaware.DeschedulerCRD}, crd)).To(Succeed())
 	return crd
-}
-
-// editSpecSchema applies edit to the spec schema of the CRD's v1 version.
-func editSpecSchema(crd *apiextensionsv1.CustomResourceDefinition, edit func(spec *apiextensionsv1.JSONSchemaProps)) {
-	for i, v := range crd.Spec.Versions {
-		if v.Name != "v1" {
-			continue
-		}
-		spec := v.Schema.OpenAPIV3Schema.Properties["spec"]
-		edit(&spec)
-		crd.Spec.Versions[i].Schema.OpenAPIV3Schema.Properties["spec"] = spec
-		return
-	}
-	Fail("the CRD has no version v1")
 }
 
 func toAny(ss []string) []any {

@@ -178,9 +178,7 @@ func (r *VirtPlatformConfigReconciler) kindServed(ctx context.Context, ref advis
 	served := false
 	if err == nil && crd.DeletionTimestamp.IsZero() {
 		gv, _ := schema.ParseGroupVersion(ref.APIVersion)
-		for _, v := range crd.Spec.Versions {
-			served = served || (v.Name == gv.Version && v.Served)
-		}
+		served = targets.ServesVersion(crd, gv.Version)
 	}
 	seen[key] = served
 	return served, nil

@@ -112,8 +112,7 @@ func editDescheduler(patch string) {
 // createConfig creates the load-aware-rebalancing config with the given spec. The mock
 // baseline's KubeDescheduler was written with kubectl apply, so a plan created with action
 // Apply takes fields another field manager owns and waits for an approval given after it
-// was shown (FieldConflicts): createConfig gives it with the command the status shows, as
-// an administrator would.
+// was shown (FieldConflicts): createConfig gives it, as an administrator would.
 func createConfig(spec advisorv1alpha1.VirtPlatformConfigSpec) *advisorv1alpha1.VirtPlatformConfig {
 	GinkgoHelper()
 	vpc := createConfigAsIs(spec)
@@ -133,8 +132,8 @@ func createConfigAsIs(spec advisorv1alpha1.VirtPlatformConfigSpec) *advisorv1alp
 }
 
 // approveShownConflicts waits until the config's plan was drafted and, when it waits for
-// an approval because it takes fields another field manager owns, gives that approval
-// with the command the status shows.
+// an approval because it takes fields another field manager owns, approves the plan shown
+// with a spec change made after it was shown (unpinned, as the specs that follow expect).
 func approveShownConflicts() {
 	GinkgoHelper()
 	var vpc *advisorv1alpha1.VirtPlatformConfig
@@ -144,7 +143,7 @@ func approveShownConflicts() {
 	}).ShouldNot(BeElementOf(advisorv1alpha1.Phase(""), advisorv1alpha1.PhasePending, advisorv1alpha1.PhaseDrafting))
 	if vpc.Status.Phase == advisorv1alpha1.PhaseReviewRequired &&
 		conditionReason(vpc, advisorv1alpha1.ConditionReviewRequired) == advisorv1alpha1.ReasonFieldConflicts {
-		runApprovalCommand()
+		approve()
 	}
 }
 

@@ -28,8 +28,9 @@ var _ = Describe("Resuming after a crash", func() {
 			stopManager()
 			faults.clear()
 			Expect(requests.writesSince(mark, "kubedeschedulers")).To(HaveLen(1))
-			Expect(item(getConfig(), loadaware.ItemDescheduler).State).To(Equal(advisorv1alpha1.ItemPending),
-				"the status still shows the item as it was before its apply")
+			before := item(getConfig(), loadaware.ItemDescheduler)
+			Expect(before.State).To(Equal(advisorv1alpha1.ItemInProgress), "the status written before the apply marks the item")
+			Expect(before.Applied).To(BeNil(), "the status still shows the item as it was before its apply")
 
 			By("a fresh operator resumes")
 			startManager()

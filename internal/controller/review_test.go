@@ -74,7 +74,7 @@ var _ = Describe("Drafting and reviewing a plan", func() {
 		patchSpec(`{"options":{"loadAware":{"deschedulingIntervalSeconds":900}}}`)
 		conflict := waitPhase(advisorv1alpha1.PhaseReviewRequired)
 		Expect(conditionReason(conflict, advisorv1alpha1.ConditionReviewRequired)).To(Equal(advisorv1alpha1.ReasonFieldConflicts))
-		Expect(deschedulerInterval()).To(BeEquivalentTo(300))
+		Expect(deschedulerInterval()).To(BeEquivalentTo(600))
 		runApprovalCommand()
 		final := waitPhase(advisorv1alpha1.PhaseCompleted)
 		Expect(deschedulerInterval()).To(BeEquivalentTo(900))

@@ -45,7 +45,9 @@ func (densityProbe) ImpactSummary() string { return "Medium" }
 func (densityProbe) Prerequisites(*advisorv1alpha1.ProfileOptions) []profiles.Prerequisite {
 	return []profiles.Prerequisite{{CRD: targets.HyperConverged.CRD, Operator: targets.HyperConverged.Operator}}
 }
-func (densityProbe) WatchedCRDs() []string { return []string{targets.HyperConverged.CRD} }
+func (densityProbe) WatchedCRDs() []string {
+	return []string{targets.HyperConverged.CRD, targets.KubeDescheduler.CRD, targets.MachineConfig.CRD}
+}
 func (densityProbe) Defaults(o *advisorv1alpha1.ProfileOptions) *advisorv1alpha1.ProfileOptions {
 	if o == nil {
 		return &advisorv1alpha1.ProfileOptions{}

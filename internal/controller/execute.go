@@ -187,12 +187,15 @@ func (r *VirtPlatformConfigReconciler) prepare(ctx context.Context, s *scope, i 
 }
 
 // applyItem writes item i through the write gate, with the item as the profile renders it
-// now (a release renders nothing: it writes no content). stop is set when the step ends
-// here (stale, failed, refused, redrafted).
+// now (a release and a drift correction are not rendered, see below). stop is set when the
+// step ends here (stale, failed, refused, redrafted).
 func (r *VirtPlatformConfigReconciler) applyItem(ctx context.Context, s *scope, i int) (ctrl.Result, bool, error) {
 	item := &s.vpc.Status.Items[i]
 	var rendered *plan.Item
-	if item.Action != advisorv1alpha1.ItemActionRelease {
+	// A drift correction restores what an approved execution applied (its desired state
+	// hashes to the applied record) and is not rendered again: a profile that renders from
+	// its own target (load-aware honours the KubeDescheduler's mode) renders the drift.
+	if item.Action != advisorv1alpha1.ItemActionRelease && !isCorrection(*item) {
 		done := r.render(ctx, s)
 		if done.err != nil {
 			if isPrerequisite(done.err) {

@@ -28,9 +28,10 @@ type refusal struct {
 //     for an execution started by bypassOptimisticLock (approval.correctionsOnly), the item
 //     restores exactly what an earlier approved execution applied to that target;
 //   - the target is of a kind the profile manages and is the object the item's desired
-//     state names, and (for everything but a release) rendered, the item as the profile
-//     renders it now, leads to exactly the desired state in status: status alone never
-//     decides what is written;
+//     state names, and the content is the operator's own: rendered, the item as the profile
+//     renders it now, leads to exactly the desired state in status, or the item is a drift
+//     correction that restores exactly what an approved execution applied (its applied
+//     record); a release writes no content;
 //
 // and the status as it is now (the item marked as being written) is persisted first,
 // guarded by the resourceVersion it was read at: a stale or deposed reconcile stops there.
@@ -89,8 +90,9 @@ func authorize(s *scope, item advisorv1alpha1.PlanItem, rendered *plan.Item) *re
 		return &refusal{advisorv1alpha1.ReasonPlanIntegrity, fmt.Sprintf("item %s's desired state is not its target %s %s",
 			item.Name, item.TargetRef.Kind, item.TargetRef.Name)}
 	}
-	if rendered == nil {
-		return &refusal{advisorv1alpha1.ReasonPlanIntegrity, fmt.Sprintf("item %s was not rendered again before its write", item.Name)}
+	if rendered == nil && !isCorrection(item) {
+		return &refusal{advisorv1alpha1.ReasonPlanIntegrity, fmt.Sprintf(
+			"item %s was neither rendered again before its write nor restores what an approved execution applied", item.Name)}
 	}
 	return nil
 }

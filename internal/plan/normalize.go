@@ -3,6 +3,7 @@ package plan
 import (
 	"sort"
 	"strconv"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -16,7 +17,8 @@ type Normalizer interface {
 }
 
 // serverMaintained strips what the API server maintains on every object (it changes without
-// anybody changing the object) and the status, which a plan never sets.
+// anybody changing the object), the profiles' ownership annotations, and the status, which
+// a plan never sets.
 type serverMaintained struct{}
 
 // noiseMetadata are the metadata fields serverMaintained strips.
@@ -26,6 +28,18 @@ func (serverMaintained) Normalize(obj map[string]any) {
 	if md, ok := obj["metadata"].(map[string]any); ok {
 		for _, f := range noiseMetadata {
 			delete(md, f)
+		}
+		// A profile's ownership annotation is no value of any plan (see profileMark): a
+		// controller that rewrites a target's annotations leaves nothing to change.
+		if ann, ok := md["annotations"].(map[string]any); ok {
+			for k := range ann {
+				if strings.HasPrefix(k, ProfileAnnotationPrefix) {
+					delete(ann, k)
+				}
+			}
+			if len(ann) == 0 {
+				delete(md, "annotations")
+			}
 		}
 	}
 	delete(obj, "status")

@@ -34,7 +34,11 @@ var _ = Describe("Deletions during execution", Ordered, func() {
 
 	It("reports a target deleted while a later item waits as drift with the correction to review, completes the later item, and re-creates the target once the correction is approved", func() {
 		mark := audit.mark()
-		createConfig(advisorv1alpha1.ActionApply, nil)
+		// The plan takes fields the mock baseline set with kubectl apply: it is approved
+		// after it was shown (FieldConflicts), whatever the action it was created with.
+		createConfig(advisorv1alpha1.ActionDryRun, nil)
+		waitPhase(advisorv1alpha1.PhaseReviewRequired, time.Minute)
+		approve()
 		waitingForPool(time.Minute)
 
 		By("deleting the KubeDescheduler while the MachineConfig item waits for its pool, then rolling the pool out")

@@ -229,11 +229,11 @@ func TestDiff(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		expectGolden(t, "machineconfig-create.diff", diff)
 
-		// The YAML the object renders to, without server-maintained metadata, built
-		// independently of the diff code.
+		// The YAML the object renders to, without server-maintained metadata and the
+		// profile's ownership annotation, built independently of the diff code.
 		want := object(plannedMachineConfig).Object
 		md := want["metadata"].(map[string]any)
-		for _, f := range []string{"uid", "resourceVersion", "generation", "creationTimestamp", "managedFields"} {
+		for _, f := range []string{"uid", "resourceVersion", "generation", "creationTimestamp", "managedFields", "annotations"} {
 			delete(md, f)
 		}
 		text, err := yaml.Marshal(want)

@@ -326,7 +326,7 @@ func (e *Engine) draftItem(ctx context.Context, rec *Recorder, profile, manager 
 	switch {
 	case c.Change == advisorv1alpha1.ChangeNone:
 		pi.ImpactSeverity = advisorv1alpha1.ImpactLow
-	case c.MetadataOnly && pi.ImpactSeverity != advisorv1alpha1.ImpactLow:
+	case (c.MetadataOnly || c.Change == advisorv1alpha1.ChangeOwnershipOnly) && pi.ImpactSeverity != advisorv1alpha1.ImpactLow:
 		// Marking a target as co-owned changes nothing it configures: nothing rolls out.
 		pi.ImpactSeverity = advisorv1alpha1.ImpactLow
 		pi.Message += "; only this profile's ownership marks change, so nothing rolls out"

@@ -303,7 +303,9 @@ var _ = Describe("Engine.Draft", func() {
 		Expect(pi.State).To(Equal(advisorv1alpha1.ItemPending))
 		Expect(pi.Diff).To(HavePrefix(plan.OwnershipOnly))
 		Expect(pi.Diff).To(ContainSubstring("spec.mode"))
-		Expect(pi.ImpactSeverity).To(Equal(advisorv1alpha1.ImpactMedium), "co-owning changes no value, but it is still a write to review")
+		Expect(pi.State).To(Equal(advisorv1alpha1.ItemPending), "co-owning changes no value, but it is still a write to review")
+		Expect(pi.Change).To(Equal(advisorv1alpha1.ChangeOwnershipOnly))
+		Expect(pi.ImpactSeverity).To(Equal(advisorv1alpha1.ImpactLow), "nothing it configures changes, so nothing rolls out")
 	})
 
 	DescribeTable("fails an item the API server rejects, naming the target, and still drafts the other items",

@@ -78,9 +78,8 @@ var (
 		"-  mode: Predictive",
 		"-  - LifecycleAndUtilization",
 	}
+	// The profile's ownership annotation is left out of every comparison.
 	loadAwareAddedLines = []string{
-		"+  annotations:",
-		"+    advisor.kubevirt.io/profile.load-aware-rebalancing: managed",
 		"+  labels:",
 		"+    advisor.kubevirt.io/managed-by: virt-advisor-operator",
 		"+  deschedulingIntervalSeconds: 60",

@@ -219,7 +219,7 @@ func (r *VirtPlatformConfigReconciler) review(ctx context.Context, s *scope, cau
 		s.reviewBeforeApproval()
 		msg += fmt.Sprintf("; it takes over fields that %s set(s) to other values (status.items[].conflicts), "+
 			"so only an approval given after this review applies it", strings.Join(owners, ", "))
-		if cause.by != byOperator {
+		if !s.approvalStatus().OperatorDrafted {
 			reason = advisorv1alpha1.ReasonFieldConflicts
 		}
 	}

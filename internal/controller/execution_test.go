@@ -132,8 +132,9 @@ var _ = Describe("Executing a plan", func() {
 		probe := &advisorv1alpha1.VirtPlatformConfig{}
 		Eventually(func(g Gomega) {
 			g.Expect(k8s.Get(ctx, name, probe)).To(Succeed())
-			g.Expect(item(probe, "probe-kernel-args").State).To(Equal(advisorv1alpha1.ItemInProgress))
+			g.Expect(item(probe, "probe-kernel-args").Applied).NotTo(BeNil())
 		}).Should(Succeed())
+		Expect(item(probe, "probe-kernel-args").State).To(Equal(advisorv1alpha1.ItemInProgress))
 		Expect(item(probe, "probe-kernel-args").HealthBaseline).To(HavePrefix("worker=rendered-worker-"))
 
 		writes := requests.writesSince(mark)

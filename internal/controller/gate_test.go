@@ -12,6 +12,7 @@ import (
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
 	"github.com/kubevirt/virt-advisor-operator/internal/plan"
 	"github.com/kubevirt/virt-advisor-operator/internal/profiles/loadaware"
+	"github.com/kubevirt/virt-advisor-operator/internal/testenv"
 )
 
 // requestHooks runs a test's action right after a chosen request of the operator went
@@ -26,6 +27,8 @@ type requestHook struct {
 	method, pathFragment, bodyFragment string
 	run                                func()
 	done                               bool
+	// before runs the action before the request is sent.
+	before bool
 }
 
 var hooks = &requestHooks{}
@@ -44,27 +47,43 @@ func (h *requestHooks) after(method, pathFragment, bodyFragment string, fn func(
 	h.hooks = append(h.hooks, &requestHook{method: method, pathFragment: pathFragment, bodyFragment: bodyFragment, run: fn})
 }
 
+// before runs fn once, right before the first request with that method whose path
+// contains the fragment is sent.
+func (h *requestHooks) before(method, pathFragment string, fn func()) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.hooks = append(h.hooks, &requestHook{method: method, pathFragment: pathFragment, run: fn, before: true})
+}
+
+// due takes the hooks a request meets, at the given side of it.
+func (h *requestHooks) due(req *http.Request, body []byte, before bool) []func() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []func()
+	for _, hk := range h.hooks {
+		if !hk.done && hk.before == before && req.Method == hk.method && strings.Contains(req.URL.Path, hk.pathFragment) &&
+			strings.Contains(string(body), hk.bodyFragment) {
+			hk.done = true
+			out = append(out, hk.run)
+		}
+	}
+	return out
+}
+
 func (h *requestHooks) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
 		body, err := readBody(req)
 		if err != nil {
 			return nil, err
 		}
+		for _, fn := range h.due(req, body, true) {
+			fn()
+		}
 		resp, err := rt.RoundTrip(req)
 		if err != nil || resp.StatusCode >= 300 {
 			return resp, err
 		}
-		h.mu.Lock()
-		var due []func()
-		for _, hk := range h.hooks {
-			if !hk.done && req.Method == hk.method && strings.Contains(req.URL.Path, hk.pathFragment) &&
-				strings.Contains(string(body), hk.bodyFragment) {
-				hk.done = true
-				due = append(due, hk.run)
-			}
-		}
-		h.mu.Unlock()
-		for _, fn := range due {
+		for _, fn := range h.due(req, body, false) {
 			fn()
 		}
 		return resp, nil
@@ -95,7 +114,11 @@ var _ = Describe("The write gate", func() {
 		upgrade := waitPhase(advisorv1alpha1.PhaseCompletedWithUpgrade)
 		Expect(item(upgrade, loadaware.ItemDescheduler).State).To(Equal(advisorv1alpha1.ItemPending))
 
-		By("the PSI MachineConfig drifts: aggressive mode corrects it")
+		By("the PSI MachineConfig drifts, the pool renders the drift, and aggressive mode corrects it")
+		hooks.before(http.MethodGet, "/machineconfigpools", func() {
+			// The Machine Config Operator renders the drifted MachineConfig within seconds.
+			_, _ = run(testenv.Path("hack", "simulate-pool-rollout.sh"), "worker")
+		})
 		driftPSI()
 		Eventually(psiArguments).Should(Equal([]string{"psi=1"}))
 		rolloutPool()

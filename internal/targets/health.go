@@ -257,8 +257,14 @@ func KubeletConfigSelects(pool, kc *unstructured.Unstructured) bool {
 // kubeletConfigFailure reports the Failure condition the Machine Config Operator sets on a
 // KubeletConfig it cannot render (for example an invalid kubelet setting).
 func kubeletConfigFailure(kc *unstructured.Unstructured) string {
+	// The Machine Config Operator's kubelet-config controller appends a condition each time
+	// it handles the KubeletConfig: Success (status True), or Failure with status False and
+	// the error as its message (wrapErrorWithCondition). The last one says how it went.
 	conditions, _, _ := unstructured.NestedSlice(kc.Object, "status", "conditions")
-	if c, ok := findCondition(conditions, "Failure"); ok && c["status"] == "True" {
+	if len(conditions) == 0 {
+		return ""
+	}
+	if c, ok := conditions[len(conditions)-1].(map[string]any); ok && c["type"] == "Failure" {
 		return fmt.Sprintf("the Machine Config Operator cannot render KubeletConfig %s: %v", kc.GetName(), c["message"])
 	}
 	return ""

@@ -292,12 +292,12 @@ func TestKubeletConfigHealth(t *testing.T) {
 			message:  "MachineConfigPool worker has not rendered a configuration with KubeletConfig kc yet (still " + renderedNew + ")",
 		},
 		{
-			name: "when the Machine Config Operator reports a Failure on it, it should be unhealthy with that message",
-			kc: kubeletConfig("kc", selectsWorker, map[string]any{"type": "Failure", "status": "True",
-				"message": "invalid kubelet configuration: maxPods"}),
+			name: "when the Machine Config Operator reports a Failure on it (status False, as it writes it), it should be unhealthy with that message",
+			kc: kubeletConfig("kc", selectsWorker, map[string]any{"type": "Success", "status": "True", "message": "Success"},
+				map[string]any{"type": "Failure", "status": "False", "message": "Error: invalid kubelet configuration: maxPods"}),
 			baseline: "worker=" + renderedOld,
 			want:     targets.Unhealthy,
-			message:  "the Machine Config Operator cannot render KubeletConfig kc: invalid kubelet configuration: maxPods",
+			message:  "the Machine Config Operator cannot render KubeletConfig kc: Error: invalid kubelet configuration: maxPods",
 		},
 		{
 			name:     "when its selector matches no pool, it should be unhealthy, naming the selector",

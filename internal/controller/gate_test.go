@@ -2,8 +2,11 @@ package controller_test
 
 import (
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -47,8 +50,8 @@ func (h *requestHooks) after(method, pathFragment, bodyFragment string, fn func(
 	h.hooks = append(h.hooks, &requestHook{method: method, pathFragment: pathFragment, bodyFragment: bodyFragment, run: fn})
 }
 
-// before runs fn once, right before the first request with that method whose path
-// contains the fragment is sent.
+// before runs fn once, right before the first request (not a dry-run) with that method
+// whose path contains the fragment is sent.
 func (h *requestHooks) before(method, pathFragment string, fn func()) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -62,7 +65,7 @@ func (h *requestHooks) due(req *http.Request, body []byte, before bool) []func()
 	var out []func()
 	for _, hk := range h.hooks {
 		if !hk.done && hk.before == before && req.Method == hk.method && strings.Contains(req.URL.Path, hk.pathFragment) &&
-			strings.Contains(string(body), hk.bodyFragment) {
+			strings.Contains(string(body), hk.bodyFragment) && req.URL.Query().Get("dryRun") == "" {
 			hk.done = true
 			out = append(out, hk.run)
 		}
@@ -138,6 +141,8 @@ var _ = Describe("The write gate", func() {
 		degradePool("node worker-0 failed to apply the kernel arguments")
 		failed := waitPhase(advisorv1alpha1.PhaseCompletedWithErrors)
 		failedAt := item(failed, loadaware.ItemPSI).LastTransitionTime
+		// An hour later: a state change of the failed item would carry a later time.
+		clock.Advance(time.Hour)
 
 		By("the KubeDescheduler drifts: aggressive mode corrects it and leaves the failed item failed")
 		editDescheduler(`{"spec":{"deschedulingIntervalSeconds":999}}`)
@@ -151,9 +156,10 @@ var _ = Describe("The write gate", func() {
 	It("rule 13: mode unmanaged set while an aggressive correction is under way stops its write", func() {
 		completedConfig(advisorv1alpha1.VirtPlatformConfigSpec{BypassOptimisticLock: true})
 
-		By("the user opts the KubeDescheduler out right after the correction was decided")
-		hooks.after(http.MethodPatch, "/virtplatformconfigs/"+configName+"/status", `"InProgress"`, func() {
-			editDescheduler(`{"metadata":{"annotations":{"` + plan.ModeAnnotation + `":"` + plan.ModeUnmanaged + `"}}}`)
+		By("the user opts the KubeDescheduler out while the correction's write is on its way")
+		hooks.before(http.MethodPatch, "/kubedeschedulers/cluster", func() {
+			_, _ = run(filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl"), "annotate", "kubedescheduler", "cluster",
+				"-n", loadaware.DeschedulerNamespace, plan.ModeAnnotation+"="+plan.ModeUnmanaged)
 		})
 		editDescheduler(`{"spec":{"deschedulingIntervalSeconds":999}}`)
 

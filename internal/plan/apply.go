@@ -123,9 +123,11 @@ func (e *Engine) ApplyItem(ctx context.Context, item advisorv1alpha1.PlanItem, o
 		opts = append(opts, client.ForceOwnership)
 	}
 	applied := desired.DeepCopy()
-	if o.CheckSnapshot && live != nil {
-		// Apply only to the version just checked: a change between the check and the
-		// apply is a conflict, and the item is stale rather than overwritten.
+	if live != nil {
+		// Apply only to the version just checked, its user-control annotations included: a
+		// change between the check and the apply is a conflict. With the optimistic lock
+		// the item is then stale; without it (bypassOptimisticLock) the apply is retried
+		// from a fresh read, which sees an opt-out set in between.
 		applied.SetResourceVersion(live.GetResourceVersion())
 	}
 	if err := e.writer().Apply(ctx, client.ApplyConfigurationFromUnstructured(applied), opts...); err != nil {

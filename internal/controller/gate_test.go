@@ -18,20 +18,17 @@ import (
 	"github.com/kubevirt/virt-advisor-operator/internal/testenv"
 )
 
-// requestHooks runs a test's action right after a chosen request of the operator went
-// through, before the operator sees its answer: what the action changes is in place for
-// everything the operator does next.
+// requestHooks runs a test's action right before a chosen request of the operator is
+// sent: what the action changes is in place when that request reaches the API server.
 type requestHooks struct {
 	mu    sync.Mutex
 	hooks []*requestHook
 }
 
 type requestHook struct {
-	method, pathFragment, bodyFragment string
-	run                                func()
-	done                               bool
-	// before runs the action before the request is sent.
-	before bool
+	method, pathFragment string
+	run                  func()
+	done                 bool
 }
 
 var hooks = &requestHooks{}
@@ -42,30 +39,21 @@ var _ = BeforeEach(func() {
 	hooks.mu.Unlock()
 })
 
-// after runs fn once, right after the first request with that method whose path and body
-// contain the fragments went through.
-func (h *requestHooks) after(method, pathFragment, bodyFragment string, fn func()) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.hooks = append(h.hooks, &requestHook{method: method, pathFragment: pathFragment, bodyFragment: bodyFragment, run: fn})
-}
-
 // before runs fn once, right before the first request (not a dry-run) with that method
 // whose path contains the fragment is sent.
 func (h *requestHooks) before(method, pathFragment string, fn func()) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.hooks = append(h.hooks, &requestHook{method: method, pathFragment: pathFragment, run: fn, before: true})
+	h.hooks = append(h.hooks, &requestHook{method: method, pathFragment: pathFragment, run: fn})
 }
 
-// due takes the hooks a request meets, at the given side of it.
-func (h *requestHooks) due(req *http.Request, body []byte, before bool) []func() {
+// due takes the hooks a request meets.
+func (h *requestHooks) due(req *http.Request) []func() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var out []func()
 	for _, hk := range h.hooks {
-		if !hk.done && hk.before == before && req.Method == hk.method && strings.Contains(req.URL.Path, hk.pathFragment) &&
-			strings.Contains(string(body), hk.bodyFragment) && req.URL.Query().Get("dryRun") == "" {
+		if !hk.done && req.Method == hk.method && strings.Contains(req.URL.Path, hk.pathFragment) && req.URL.Query().Get("dryRun") == "" {
 			hk.done = true
 			out = append(out, hk.run)
 		}
@@ -75,21 +63,10 @@ func (h *requestHooks) due(req *http.Request, body []byte, before bool) []func()
 
 func (h *requestHooks) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
-		body, err := readBody(req)
-		if err != nil {
-			return nil, err
-		}
-		for _, fn := range h.due(req, body, true) {
+		for _, fn := range h.due(req) {
 			fn()
 		}
-		resp, err := rt.RoundTrip(req)
-		if err != nil || resp.StatusCode >= 300 {
-			return resp, err
-		}
-		for _, fn := range h.due(req, body, false) {
-			fn()
-		}
-		return resp, nil
+		return rt.RoundTrip(req)
 	})
 }
 

@@ -158,6 +158,11 @@ var _ = Describe("The manager on the service account and RBAC of dist/install.ya
 	// the config is Completed with every item Completed.
 	planApproveApply := func(name, sample string) {
 		GinkgoHelper()
+		// The profile is advertised first, as an administrator sees with kubectl get vpc;
+		// the sample is then applied to the advertised config.
+		Eventually(func() error {
+			return cp.client.Get(context.Background(), client.ObjectKey{Name: name}, &advisorv1alpha1.VirtPlatformConfig{})
+		}).WithTimeout(time.Minute).Should(Succeed())
 		cp.kubectl("apply", "-f", testenv.Path("config", "samples", sample))
 		Eventually(func(g Gomega) {
 			vpc := config(name)

@@ -3,6 +3,7 @@ package controller
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -110,7 +111,7 @@ func (s *scope) recordEvents(rec events.EventRecorder) {
 				from = "(new)"
 			}
 			rec.Eventf(s.vpc, nil, eventTypeOf(t.to), string(t.to), "Transition",
-				"%s -> %s (%s): %s", from, t.to, t.reason, t.message)
+				"%s", eventNote(fmt.Sprintf("%s -> %s (%s): %s", from, t.to, t.reason, t.message)))
 		}
 	}
 	// One Event per type, reason and action and reconcile: the Events API folds Events with
@@ -125,8 +126,25 @@ func (s *scope) recordEvents(rec events.EventRecorder) {
 		merged[k] = append(merged[k], n.message)
 	}
 	for _, k := range order {
-		rec.Eventf(s.vpc, nil, k.eventType, k.reason, k.action, "%s", strings.Join(merged[k], "; "))
+		rec.Eventf(s.vpc, nil, k.eventType, k.reason, k.action, "%s", eventNote(strings.Join(merged[k], "; ")))
 	}
+}
+
+// maxEventNote is the longest note the Events API accepts.
+const maxEventNote = 1024
+
+// eventNote cuts a note the Events API would refuse as too long; the whole text is in the
+// config's status.
+func eventNote(s string) string {
+	if len(s) <= maxEventNote {
+		return s
+	}
+	const more = " ... (see the config's status)"
+	cut := maxEventNote - len(more)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + more
 }
 
 func eventTypeOf(p advisorv1alpha1.Phase) string {

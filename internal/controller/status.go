@@ -147,7 +147,8 @@ var errConfigGone = errors.New("the VirtPlatformConfig was deleted")
 // transitions and updates the watches and metrics. A failed step does not advance
 // observedGeneration, so the next attempt still sees the spec change as new.
 func (r *VirtPlatformConfigReconciler) persist(ctx context.Context, s *scope, stepSucceeded bool) error {
-	if err := r.finishStatus(ctx, s, stepSucceeded); err != nil && !errors.Is(err, errConfigGone) {
+	if err := r.finishStatus(ctx, s, stepSucceeded); err != nil {
+		// A config deleted meanwhile gets no Event: nothing is written for it any more.
 		return err
 	}
 	s.recordEvents(r.Recorder)

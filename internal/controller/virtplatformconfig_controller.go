@@ -105,18 +105,22 @@ func (r *VirtPlatformConfigReconciler) Reconcile(ctx context.Context, req ctrl.R
 	for steps := 0; ; steps++ {
 		s := r.newScope(vpc)
 		result, err := r.step(ctx, s)
-		if perr := r.persist(ctx, s, err == nil); perr != nil {
-			if errors.Is(perr, errStatusConflict) {
-				logf.FromContext(ctx).V(1).Info("the config changed since it was read; reconciling again", "config", req.Name)
-				return ctrl.Result{RequeueAfter: immediately}, nil
+		// A status write refused before an outside write ends the step as it is: nothing
+		// was written outside, and nothing is written again before a fresh read.
+		if !errors.Is(err, errStatusConflict) && !errors.Is(err, errConfigGone) {
+			if perr := r.persist(ctx, s, err == nil); perr != nil {
+				err = perr
 			}
-			return ctrl.Result{}, perr
 		}
-		if err != nil || result.RequeueAfter != immediately {
+		switch {
+		case errors.Is(err, errStatusConflict):
+			logf.FromContext(ctx).V(1).Info("the config changed since it was read; reconciling again", "config", req.Name)
+			return ctrl.Result{RequeueAfter: immediately}, nil
+		case errors.Is(err, errConfigGone):
+			r.forget(req.Name)
+			return ctrl.Result{}, nil
+		case err != nil || result.RequeueAfter != immediately, steps == maxStepsPerReconcile:
 			return result, err
-		}
-		if steps == maxStepsPerReconcile {
-			return result, nil
 		}
 		vpc = s.vpc
 	}

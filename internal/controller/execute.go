@@ -131,7 +131,9 @@ func (r *VirtPlatformConfigReconciler) execute(ctx context.Context, s *scope) (c
 		if res, prepared, err := r.prepare(ctx, s, i); err != nil || prepared {
 			return res, err
 		}
-		s.setItemState(i, advisorv1alpha1.ItemInProgress, "applying")
+		// Persisted by the write gate before the write; the item is InProgress once its
+		// target was written.
+		s.setItemState(i, advisorv1alpha1.ItemPending, "applying")
 	}
 	if !appliedInThisExecution(s, *item) {
 		if res, stop, err := r.applyItem(ctx, s, i); stop || err != nil {
@@ -249,6 +251,7 @@ func (r *VirtPlatformConfigReconciler) applyItem(ctx context.Context, s *scope, 
 		metrics.Applied(true)
 		s.noteItem(item.Name, corev1.EventTypeNormal, advisorv1alpha1.EventItemApplied, "applied item %s to %s %s", item.Name, item.TargetRef.Kind, item.TargetRef.Name)
 	}
+	s.setItemState(i, advisorv1alpha1.ItemInProgress, item.Message)
 	if out.Record != nil {
 		rec := *out.Record
 		rec.PlanHash = s.approvalStatus().ApprovedPlanHash

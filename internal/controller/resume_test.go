@@ -29,8 +29,9 @@ var _ = Describe("Resuming after a crash", func() {
 			faults.clear()
 			Expect(requests.writesSince(mark, "kubedeschedulers")).To(HaveLen(1))
 			before := item(getConfig(), loadaware.ItemDescheduler)
-			Expect(before.State).To(Equal(advisorv1alpha1.ItemInProgress), "the status written before the apply marks the item")
-			Expect(before.Applied).To(BeNil(), "the status still shows the item as it was before its apply")
+			Expect(before.State).To(Equal(advisorv1alpha1.ItemPending), "the status still shows the item as it was before its apply")
+			Expect(before.Message).To(Equal("applying"), "the status written before the apply says it is on its way")
+			Expect(before.Applied).To(BeNil())
 
 			By("a fresh operator resumes")
 			startManager()

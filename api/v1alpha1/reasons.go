@@ -46,6 +46,23 @@ const (
 
 	// ReasonExecuting: the approved plan is being applied, item by item.
 	ReasonExecuting = "Executing"
+	// ReasonAwaitingRollout: every target already matches the plan, but a
+	// MachineConfigPool does not run it on all its nodes yet: the config waits for the
+	// rollout before it says Completed.
+	ReasonAwaitingRollout = "AwaitingRollout"
+	// ReasonAwaitingMaintenanceWindow: the items that roll out to nodes wait for the next
+	// window of spec.maintenanceWindow (its start is in the message).
+	ReasonAwaitingMaintenanceWindow = "AwaitingMaintenanceWindow"
+	// ReasonAwaitingClusterUpgrade: the items that roll out to nodes wait until the
+	// cluster upgrade in flight ends (ClusterVersion version Progressing).
+	ReasonAwaitingClusterUpgrade = "AwaitingClusterUpgrade"
+	// ReasonAwaitingPool: the items that roll out to nodes wait until a MachineConfigPool
+	// they roll out in is no longer Updating or Degraded from another change, or is resumed
+	// by whoever paused it.
+	ReasonAwaitingPool = "AwaitingPool"
+	// ReasonInvalidMaintenanceWindow: spec.maintenanceWindow cannot be read (an unknown
+	// time zone, a schedule that never fires).
+	ReasonInvalidMaintenanceWindow = "InvalidMaintenanceWindow"
 	// ReasonNoChanges: every target already matches the plan; there is nothing to apply.
 	ReasonNoChanges = "NoChanges"
 	// ReasonApplied: every item was applied and took effect; the targets are watched.
@@ -119,4 +136,8 @@ const (
 	// EventItemUnmanaged: an item's target carried advisor.kubevirt.io/mode: unmanaged
 	// right before its write; it was not written and the item is Skipped.
 	EventItemUnmanaged = "ItemUnmanaged"
+	// EventPoolPaused: the operator paused a MachineConfigPool to roll a batch out at once.
+	EventPoolPaused = "PoolPaused"
+	// EventPoolResumed: the operator resumed a MachineConfigPool it paused.
+	EventPoolResumed = "PoolResumed"
 )

@@ -185,7 +185,27 @@ options: {platformBaseline: {swap: {partitionLabel: ".."}}}`),
 profile: platform-baseline
 options: {platformBaseline: {kubeletPerformance: {maxPods: 5}}}`),
 			"spec.options.platformBaseline.kubeletPerformance.maxPods", "greater than or equal to 10"),
+		Entry("a maintenance window schedule with three fields", vpc(lar, `
+profile: load-aware-rebalancing
+maintenanceWindow: {schedule: "0 22 *", duration: 4h}`),
+			"spec.maintenanceWindow.schedule must be five cron fields"),
+		Entry("a maintenance window without a duration", vpc(lar, `
+profile: load-aware-rebalancing
+maintenanceWindow: {schedule: "0 22 * * 1-5"}`),
+			"spec.maintenanceWindow.duration", "Required value"),
+		Entry("a maintenance window of 10s", vpc(lar, `
+profile: load-aware-rebalancing
+maintenanceWindow: {schedule: "@daily", duration: 10s}`),
+			"spec.maintenanceWindow.duration must be a duration between 1m and 168h"),
 	)
+
+	It("accepts a maintenance window in cron syntax and defaults its time zone to UTC", func() {
+		got := createAndRead(vpc(lar, `
+profile: load-aware-rebalancing
+maintenanceWindow: {schedule: "0 22 * * 1-5", duration: 4h}`))
+		Expect(got.Spec.MaintenanceWindow.TimeZone).To(Equal("UTC"))
+		Expect(got.Spec.MaintenanceWindow.Duration.Duration.String()).To(Equal("4h0m0s"))
+	})
 
 	Context("at update", func() {
 		var current *advisorv1alpha1.VirtPlatformConfig

@@ -93,6 +93,38 @@ type VirtPlatformConfigSpec struct {
 	// set; fields left out take their defaults.
 	// +optional
 	Options *ProfileOptions `json:"options,omitempty"`
+
+	// maintenanceWindow, when set, lets the items that roll out to nodes (MachineConfigs
+	// and KubeletConfigs: drains and reboots) start only inside a window. The items before
+	// them are not held; a rollout that started runs to its end.
+	// +optional
+	MaintenanceWindow *MaintenanceWindow `json:"maintenanceWindow,omitempty"`
+}
+
+// MaintenanceWindow is a recurring time span in which disruptive changes may start.
+type MaintenanceWindow struct {
+	// schedule is when each window starts, in the five-field cron syntax (minute hour
+	// day-of-month month day-of-week, e.g. "0 22 * * 1-5" for weekdays at 22:00) or a
+	// macro such as @daily or @weekly.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:XValidation:rule="self.matches('^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|[^ ]+( +[^ ]+){4})$')",message="spec.maintenanceWindow.schedule must be five cron fields (minute hour day-of-month month day-of-week), e.g. \"0 22 * * 1-5\", or a macro such as @daily"
+	Schedule string `json:"schedule"`
+
+	// duration is how long each window stays open after it starts, between 1m and 168h,
+	// e.g. "4h".
+	// +required
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+([.][0-9]+)?(ns|us|µs|ms|s|m|h))+$') && duration(self) >= duration('1m') && duration(self) <= duration('168h')",message="spec.maintenanceWindow.duration must be a duration between 1m and 168h, such as 4h"
+	Duration metav1.Duration `json:"duration"`
+
+	// timeZone is the IANA time zone the schedule is read in, e.g. "Europe/Berlin".
+	// +optional
+	// +kubebuilder:default=UTC
+	// +kubebuilder:validation:MaxLength=64
+	TimeZone string `json:"timeZone,omitempty"`
 }
 
 // Phase is where a config is in its life cycle.
@@ -454,11 +486,89 @@ type VirtPlatformConfigStatus struct {
 	// Skipped ones), e.g. 2/3.
 	// +optional
 	ItemsSummary string `json:"itemsSummary,omitempty"`
-	// items are the plan's changes, executed in this order, one per name.
+	// items are the plan's changes, one per name, executed in this order except that the
+	// items that roll out to nodes run together as one batch (see rollouts).
 	// +optional
 	// +listType=map
 	// +listMapKey=name
 	Items []PlanItem `json:"items,omitempty"`
+	// disruption sums up rollouts for humans: which nodes reboot how often, in how many
+	// waves, e.g. "reboots 6 worker nodes once, in 6 waves".
+	// +optional
+	Disruption string `json:"disruption,omitempty"`
+	// rollouts forecast, per MachineConfigPool, what approving the plan does to the pool's
+	// nodes, and track the pool's batch while the plan executes.
+	// +optional
+	// +listType=map
+	// +listMapKey=pool
+	Rollouts []PoolRollout `json:"rollouts,omitempty"`
+}
+
+// PauseState is how a batch holds a MachineConfigPool's pause.
+// +kubebuilder:validation:Enum=Pausing;Paused;Shared;External;Resuming;Resumed
+type PauseState string
+
+const (
+	// PausePausing: the operator is about to pause the pool (recorded before the write).
+	PausePausing PauseState = "Pausing"
+	// PausePaused: the operator paused the pool for this batch.
+	PausePaused PauseState = "Paused"
+	// PauseShared: the pool was paused by the operator for another config's batch; this
+	// batch holds the pause too.
+	PauseShared PauseState = "Shared"
+	// PauseExternal: somebody else paused the pool; the operator never resumes it, and the
+	// rollout waits until it is resumed.
+	PauseExternal PauseState = "External"
+	// PauseResuming: the operator is about to resume the pool (recorded before the write).
+	PauseResuming PauseState = "Resuming"
+	// PauseResumed: the batch no longer holds the pool's pause.
+	PauseResumed PauseState = "Resumed"
+)
+
+// PoolRollout is the disruption forecast of one MachineConfigPool, and its batch.
+type PoolRollout struct {
+	// pool is the MachineConfigPool.
+	Pool string `json:"pool"`
+	// items are the plan's items that make this pool render a new configuration.
+	// +optional
+	// +listType=atomic
+	Items []string `json:"items,omitempty"`
+	// nodes is the pool's machine count when the plan was drafted.
+	// +optional
+	Nodes int32 `json:"nodes,omitempty"`
+	// maxUnavailable is the pool's maxUnavailable (default 1).
+	// +optional
+	MaxUnavailable string `json:"maxUnavailable,omitempty"`
+	// waves is how many rounds of at most maxUnavailable nodes the rollout takes.
+	// +optional
+	Waves int32 `json:"waves,omitempty"`
+	// reboot tells whether the pool's nodes reboot; reasons say why (or why not).
+	// +optional
+	Reboot bool `json:"reboot,omitempty"`
+	// reasons say what the change does on the nodes, e.g. "kernel arguments change".
+	// +optional
+	// +listType=atomic
+	Reasons []string `json:"reasons,omitempty"`
+	// pause tells whether the operator pauses the pool while it applies the items, so
+	// that the pool rolls them out once (approved with the plan).
+	// +optional
+	Pause bool `json:"pause,omitempty"`
+	// estimatedDuration is the time the rollout is expected to take, from the time per
+	// node measured in an earlier rollout of this pool, or "unknown".
+	// +optional
+	EstimatedDuration string `json:"estimatedDuration,omitempty"`
+	// pauseState is how the executing batch holds the pool's pause.
+	// +optional
+	PauseState PauseState `json:"pauseState,omitempty"`
+	// pausedAt is when the operator paused the pool for this batch.
+	// +optional
+	PausedAt *metav1.Time `json:"pausedAt,omitempty"`
+	// rolloutStartedAt is when the pool started rolling the batch out (its resume).
+	// +optional
+	RolloutStartedAt *metav1.Time `json:"rolloutStartedAt,omitempty"`
+	// secondsPerNode is the time per node measured when the batch's rollout finished.
+	// +optional
+	SecondsPerNode int64 `json:"secondsPerNode,omitempty"`
 }
 
 // VirtPlatformConfig turns on one tuning profile of OpenShift Virtualization safely: the
@@ -472,6 +582,7 @@ type VirtPlatformConfigStatus struct {
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Impact",type=string,JSONPath=`.status.impactSeverity`
 // +kubebuilder:printcolumn:name="Items",type=string,JSONPath=`.status.itemsSummary`
+// +kubebuilder:printcolumn:name="Disruption",type=string,JSONPath=`.status.disruption`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name == self.spec.profile",message="metadata.name must equal spec.profile: there is one VirtPlatformConfig per profile, named after it"
 type VirtPlatformConfig struct {

@@ -82,6 +82,9 @@ func (v planView) render(w io.Writer) (int, error) {
 		b.WriteString("\n")
 		v.renderItem(&b, p, it, pos[i], len(vpc.Status.Items))
 	}
+	if v.item == "" {
+		renderRollouts(&b, p, vpc.Status.Rollouts)
+	}
 	b.WriteString("\n")
 	b.WriteString(p.bold("Plan hash: "+vpc.Status.PlanHash) + "\n")
 	switch {
@@ -133,6 +136,36 @@ func (v planView) renderItem(b *strings.Builder, p painter, it advisorv1alpha1.P
 		b.WriteString(d)
 		if !strings.HasSuffix(d, "\n") {
 			b.WriteString("\n")
+		}
+	}
+}
+
+// renderRollouts writes the disruption forecast: per MachineConfigPool, what approving
+// the plan does to its nodes.
+func renderRollouts(b *strings.Builder, p painter, rollouts []advisorv1alpha1.PoolRollout) {
+	shown := false
+	for _, ro := range rollouts {
+		if len(ro.Items) == 0 {
+			continue
+		}
+		if !shown {
+			b.WriteString("\n" + p.bold("Disruption forecast (the items below roll out together, once per node):") + "\n")
+			shown = true
+		}
+		what := "update (no reboot)"
+		if ro.Reboot {
+			what = "reboot once"
+		}
+		fmt.Fprintf(b, "  MachineConfigPool %s: %d node(s) %s, in %d wave(s) of at most %s; estimated duration %s\n",
+			sanitize(ro.Pool), ro.Nodes, what, ro.Waves, orDash(sanitize(ro.MaxUnavailable)), orDash(sanitize(ro.EstimatedDuration)))
+		if ro.Pause {
+			fmt.Fprintf(b, "    the pool is paused while %s are applied, then resumed\n", sanitize(strings.Join(ro.Items, ", ")))
+		}
+		for _, why := range ro.Reasons {
+			fmt.Fprintf(b, "    %s\n", sanitize(why))
+		}
+		if ro.PauseState != "" {
+			fmt.Fprintf(b, "    pause: %s\n", ro.PauseState)
 		}
 	}
 }

@@ -259,3 +259,23 @@ func TestSanitize(t *testing.T) {
 		t.Errorf("control characters from the cluster reach the terminal: %q", out.String())
 	}
 }
+
+func TestPlanShowsTheDisruptionForecast(t *testing.T) {
+	vpc := reviewConfig()
+	vpc.Status.Rollouts = []advisorv1alpha1.PoolRollout{{Pool: "worker", Items: []string{"enable-psi-metrics"}, Nodes: 6,
+		MaxUnavailable: "1", Waves: 6, Reboot: true, Pause: true, EstimatedDuration: "unknown",
+		Reasons: []string{"kernel arguments change"}}}
+	var out bytes.Buffer
+	if _, err := (planView{vpc: vpc}).render(&out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"MachineConfigPool worker: 6 node(s) reboot once, in 6 wave(s) of at most 1; estimated duration unknown",
+		"the pool is paused while enable-psi-metrics are applied, then resumed",
+		"kernel arguments change",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the plan does not show %q:\n%s", want, out.String())
+		}
+	}
+}

@@ -111,6 +111,9 @@ func (r *VirtPlatformConfigReconciler) draft(ctx context.Context, s *scope, caus
 		return ctrl.Result{}, err
 	}
 	r.install(s, p, st.PlanRevision+1)
+	if err := r.forecast(ctx, s); err != nil {
+		return ctrl.Result{}, err
+	}
 	return r.review(ctx, s, cause)
 }
 
@@ -190,21 +193,12 @@ func (r *VirtPlatformConfigReconciler) review(ctx context.Context, s *scope, cau
 		return ctrl.Result{}, nil
 	}
 	if changes == 0 {
-		for i, it := range st.Items {
-			if it.State == advisorv1alpha1.ItemPending {
-				s.setItemState(i, advisorv1alpha1.ItemCompleted, it.Message)
-				if it.Applied == nil {
-					// Already as planned and owned by the profile: watched for drift as if
-					// applied now.
-					st.Items[i].Applied = plan.InSyncRecord(it)
-				}
-			}
-		}
-		s.noApprovalNeeded()
-		s.setPhase(advisorv1alpha1.PhaseCompleted, advisorv1alpha1.ReasonNoChanges, "every target already matches the plan")
-		return ctrl.Result{}, nil
+		return r.nothingToApply(ctx, s)
 	}
 	msg := fmt.Sprintf("the plan changes %d target(s) (impact %s): review status.items[].diff", changes, highestImpact(st.Items))
+	if st.Disruption != "" {
+		msg += "; approving it " + st.Disruption + " (status.rollouts)"
+	}
 	if cause.by == byOperator {
 		msg = cause.message + "; " + msg
 	}
@@ -224,6 +218,47 @@ func (r *VirtPlatformConfigReconciler) review(ctx context.Context, s *scope, cau
 		}
 	}
 	return r.decide(ctx, s, reason, msg)
+}
+
+// nothingToApply ends a plan whose targets all match it already (rule 2). A target that
+// rolls out to nodes is judged by its pools too: a plan drafted again while a pool still
+// rolls the previous execution out waits for that rollout (and reports its failure)
+// before it says Completed; nothing is written.
+func (r *VirtPlatformConfigReconciler) nothingToApply(ctx context.Context, s *scope) (ctrl.Result, error) {
+	st := &s.vpc.Status
+	waiting := 0
+	for i, it := range st.Items {
+		if it.State != advisorv1alpha1.ItemPending {
+			continue
+		}
+		if it.Applied == nil {
+			// Already as planned and owned by the profile: watched for drift as if
+			// applied now.
+			st.Items[i].Applied = plan.InSyncRecord(it)
+		}
+		if rollsOut(it) && s.vpc.Spec.Action == advisorv1alpha1.ActionApply {
+			h, err := r.Engine.CheckHealth(ctx, it, s.now.Time, 0, s.now.Time)
+			if err != nil {
+				return ctrl.Result{}, err
+			}
+			if h.State != plan.Healthy {
+				t := s.now
+				st.Items[i].WaitingSince = &t
+				s.setItemState(i, advisorv1alpha1.ItemInProgress, "already as planned; waiting for the rollout: "+h.Message)
+				waiting++
+				continue
+			}
+		}
+		s.setItemState(i, advisorv1alpha1.ItemCompleted, it.Message)
+	}
+	s.noApprovalNeeded()
+	if waiting > 0 {
+		s.setPhase(advisorv1alpha1.PhaseInProgress, advisorv1alpha1.ReasonAwaitingRollout, fmt.Sprintf(
+			"every target already matches the plan; %d item(s) wait for their MachineConfigPools to run them on every node", waiting))
+		return ctrl.Result{RequeueAfter: immediately}, nil
+	}
+	s.setPhase(advisorv1alpha1.PhaseCompleted, advisorv1alpha1.ReasonNoChanges, "every target already matches the plan")
+	return ctrl.Result{}, nil
 }
 
 // conflictOwners names, once each and sorted, the other field managers whose fields the

@@ -140,8 +140,6 @@ func (r *VirtPlatformConfigReconciler) refreshDrift(ctx context.Context, s *scop
 		d.drifted = append(d.drifted, fmt.Sprintf("%s (%s %s: %s)", it.Name, it.TargetRef.Kind, it.TargetRef.Name, strings.Join(dc.ChangedPaths, ", ")))
 		if it.State != advisorv1alpha1.ItemPending || item.Diff != dc.Diff {
 			item.Diff, item.Change, item.SnapshotHash, item.TargetHash, item.Conflicts = dc.Diff, dc.Change, dc.SnapshotHash, dc.TargetHash, dc.Conflicts
-			// The correction is a new apply, with a new rollout baseline.
-			item.HealthBaseline = ""
 			s.setItemState(i, advisorv1alpha1.ItemPending, fmt.Sprintf(
 				"drifted: %s changed out of band; the diff shows the correction", strings.Join(dc.ChangedPaths, ", ")))
 			changed = true

@@ -23,8 +23,6 @@ func (r *VirtPlatformConfigReconciler) startExecution(ctx context.Context, s *sc
 	for i, it := range st.Items {
 		switch it.State {
 		case advisorv1alpha1.ItemFailed:
-			// A new attempt takes a new rollout baseline.
-			st.Items[i].HealthBaseline = ""
 			s.setItemState(i, advisorv1alpha1.ItemPending, "retrying: "+it.Message)
 		case advisorv1alpha1.ItemInProgress:
 			// Resuming after a pause: the wait for this item starts again.
@@ -42,6 +40,14 @@ func (r *VirtPlatformConfigReconciler) startExecution(ctx context.Context, s *sc
 		}
 	}
 	s.approvalGiven()
+	for k := range st.Rollouts {
+		// A new execution: its batch takes its own pauses and its rollouts are timed anew.
+		ro := &st.Rollouts[k]
+		if !holdsPause(*ro) {
+			ro.PauseState, ro.PausedAt = "", nil
+		}
+		ro.RolloutStartedAt = nil
+	}
 	s.setPhase(advisorv1alpha1.PhaseInProgress, advisorv1alpha1.ReasonExecuting,
 		fmt.Sprintf("applying %d item(s) in order", countState(st.Items, advisorv1alpha1.ItemPending)))
 	return ctrl.Result{RequeueAfter: immediately}, nil
@@ -50,7 +56,7 @@ func (r *VirtPlatformConfigReconciler) startExecution(ctx context.Context, s *sc
 // planIntact tells whether the plan in status still hashes to status.planHash: nobody but
 // the operator changed what is about to be applied.
 func planIntact(st *advisorv1alpha1.VirtPlatformConfigStatus) bool {
-	return st.PlanHash != "" && plan.PlanHash(st.PlanRevision, st.Items) == st.PlanHash
+	return st.PlanHash != "" && statusPlanHash(st) == st.PlanHash
 }
 
 // refuseAltered stops a plan whose status was changed outside the operator.
@@ -113,9 +119,9 @@ func (r *VirtPlatformConfigReconciler) redraftStale(ctx context.Context, s *scop
 		review: advisorv1alpha1.ReasonPlanStale}, nil)
 }
 
-// execute takes one step of the plan (rule 5): prepare, apply or check the health of the
-// first unfinished item (rule 6). Items run strictly in order; each step is persisted
-// before the next one acts.
+// execute takes one step of the plan (rule 5): apply or check the health of the first
+// unfinished item in execution order (rule 6; see executionOrder), or a step of the batch
+// of items that roll out to nodes. Each step is persisted before the next one acts.
 func (r *VirtPlatformConfigReconciler) execute(ctx context.Context, s *scope) (ctrl.Result, error) {
 	st := &s.vpc.Status
 	i := nextItem(s)
@@ -127,10 +133,10 @@ func (r *VirtPlatformConfigReconciler) execute(ctx context.Context, s *scope) (c
 		return r.pause(s, i), nil
 	}
 	item := &st.Items[i]
+	if rollsOut(*item) {
+		return r.executeBatch(ctx, s)
+	}
 	if item.State == advisorv1alpha1.ItemPending {
-		if res, prepared, err := r.prepare(ctx, s, i); err != nil || prepared {
-			return res, err
-		}
 		// Persisted by the write gate before the write; the item is InProgress once its
 		// target was written.
 		s.setItemState(i, advisorv1alpha1.ItemPending, "applying")
@@ -143,11 +149,13 @@ func (r *VirtPlatformConfigReconciler) execute(ctx context.Context, s *scope) (c
 	return r.checkItemHealth(ctx, s, i)
 }
 
-// nextItem is the first item the execution has yet to finish; an execution of drift
-// corrections (approval.correctionsOnly) passes over the items that propose something new.
+// nextItem is the first item, in execution order, the execution has yet to finish; an
+// execution of drift corrections (approval.correctionsOnly) passes over the items that
+// propose something new.
 func nextItem(s *scope) int {
 	correctionsOnly := s.approvalStatus().CorrectionsOnly
-	for j, it := range s.vpc.Status.Items {
+	for _, j := range executionOrder(s.vpc.Status.Items) {
+		it := s.vpc.Status.Items[j]
 		if correctionsOnly && it.State == advisorv1alpha1.ItemPending && !isCorrection(it) {
 			continue
 		}
@@ -158,34 +166,14 @@ func nextItem(s *scope) int {
 	return -1
 }
 
+// appliedInThisExecution tells whether an item's target was written (or found as planned)
+// in the execution under way: only its health is left to check.
 func appliedInThisExecution(s *scope, it advisorv1alpha1.PlanItem) bool {
-	return it.Applied != nil && it.Applied.PlanHash == s.approvalStatus().ApprovedPlanHash && it.WaitingSince != nil
-}
-
-// prepare records, and persists, the baseline a Pending item's rollout is judged against
-// before the item is applied (prepared is then true: the step ends here, the apply is the
-// next one). After a crash between the apply and the next status write, the baseline is
-// still the one from before the apply. Nothing is recorded for a kind without a rollout,
-// for a target that already holds the item's values (applying changes nothing, so no
-// rollout starts: the pool is judged as it is), or when no pool selects the target yet
-// (the health check fails the item).
-func (r *VirtPlatformConfigReconciler) prepare(ctx context.Context, s *scope, i int) (ctrl.Result, bool, error) {
-	item := &s.vpc.Status.Items[i]
-	if !plan.NeedsBaseline(*item) || item.HealthBaseline != "" {
-		return ctrl.Result{}, false, nil
+	if it.WaitingSince == nil {
+		return false
 	}
-	holds, err := r.Engine.Holds(ctx, s.profileName(), *item)
-	if err != nil || holds {
-		return ctrl.Result{}, false, err
-	}
-	baseline, err := r.Engine.HealthBaseline(ctx, *item)
-	if err != nil || baseline == "" {
-		return ctrl.Result{}, false, err
-	}
-	item.HealthBaseline = baseline
-	item.WaitingSince = nil
-	s.setItemState(i, advisorv1alpha1.ItemPending, "recorded the rollout baseline before the apply: "+baseline)
-	return ctrl.Result{RequeueAfter: immediately}, true, nil
+	return it.Change == advisorv1alpha1.ChangeNone && it.State == advisorv1alpha1.ItemInProgress ||
+		it.Applied != nil && it.Applied.PlanHash == s.approvalStatus().ApprovedPlanHash
 }
 
 // applyItem writes item i through the write gate, with the item as the profile renders it
@@ -263,22 +251,8 @@ func (r *VirtPlatformConfigReconciler) applyItem(ctx context.Context, s *scope, 
 		// A released target is no longer the plan's: nothing is recorded to judge drift by.
 		item.Applied = nil
 	}
-	if out.Applied && !out.SpecChanged {
-		// Only metadata changed: nothing rolls out, so there is no new rendered
-		// configuration to wait for.
-		item.HealthBaseline = ""
-	}
 	t := s.now
 	item.WaitingSince = &t
-	if out.Applied && out.SpecChanged {
-		if msg, ok := plan.AwaitingRollout(*item); ok {
-			// A new configuration rolls out from now on, and no pool can have rendered it
-			// yet: the item shows what a check would show now, and the wait is persisted
-			// before the next step checks the pools.
-			item.Message = msg
-			return ctrl.Result{RequeueAfter: immediately}, true, nil
-		}
-	}
 	return ctrl.Result{}, false, nil
 }
 
@@ -315,17 +289,11 @@ func (r *VirtPlatformConfigReconciler) checkItemHealth(ctx context.Context, s *s
 	return ctrl.Result{RequeueAfter: wait}, nil
 }
 
-// afterItem goes on after an item finished: the next item is prepared in the same step,
-// or the execution finishes.
+// afterItem goes on after an item finished: the next step takes the next item, or
+// finishes the execution.
 func (r *VirtPlatformConfigReconciler) afterItem(ctx context.Context, s *scope) (ctrl.Result, error) {
-	j := nextItem(s)
-	if j < 0 {
+	if nextItem(s) < 0 {
 		return r.finishExecution(ctx, s)
-	}
-	if s.vpc.Status.Items[j].State == advisorv1alpha1.ItemPending {
-		if res, prepared, err := r.prepare(ctx, s, j); err != nil || prepared {
-			return res, err
-		}
 	}
 	return ctrl.Result{RequeueAfter: immediately}, nil
 }

@@ -2,8 +2,14 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
 	"github.com/kubevirt/virt-advisor-operator/internal/plan"
@@ -55,8 +61,9 @@ func (r *VirtPlatformConfigReconciler) writeItem(ctx context.Context, s *scope, 
 	return out, nil, err
 }
 
-// authorize checks the gate's conditions on the status and spec read by this reconcile.
-func authorize(s *scope, item advisorv1alpha1.PlanItem, rendered *plan.Item) *refusal {
+// authorizeExecution checks what every write of an execution needs: an Apply, a matching
+// pin, an intact plan and a recorded approval of it.
+func authorizeExecution(s *scope) *refusal {
 	spec, st := s.vpc.Spec, &s.vpc.Status
 	a := st.Approval
 	switch {
@@ -69,11 +76,22 @@ func authorize(s *scope, item advisorv1alpha1.PlanItem, rendered *plan.Item) *re
 		return &refusal{advisorv1alpha1.ReasonPlanIntegrity, "the plan in status no longer hashes to status.planHash"}
 	case a == nil || a.ApprovedPlanHash != st.PlanHash:
 		return &refusal{advisorv1alpha1.ReasonAwaitingApproval, "no approval of this plan is recorded"}
+	case !a.CorrectionsOnly && a.ApprovedGeneration < a.MinGeneration:
+		return &refusal{advisorv1alpha1.ReasonAwaitingApproval, "the approval was given before the plan was shown"}
+	}
+	return nil
+}
+
+// authorize checks the gate's conditions on the status and spec read by this reconcile.
+func authorize(s *scope, item advisorv1alpha1.PlanItem, rendered *plan.Item) *refusal {
+	if why := authorizeExecution(s); why != nil {
+		return why
+	}
+	spec, a := s.vpc.Spec, s.vpc.Status.Approval
+	switch {
 	case a.CorrectionsOnly && !restoresApplied(spec, item):
 		return &refusal{advisorv1alpha1.ReasonAwaitingApproval, fmt.Sprintf(
 			"item %s does not restore what an approved execution applied, and bypassOptimisticLock approves only such corrections", item.Name)}
-	case !a.CorrectionsOnly && a.ApprovedGeneration < a.MinGeneration:
-		return &refusal{advisorv1alpha1.ReasonAwaitingApproval, "the approval was given before the plan was shown"}
 	}
 	if !manages(s, item.TargetRef) {
 		return &refusal{advisorv1alpha1.ReasonPlanIntegrity, fmt.Sprintf(
@@ -108,3 +126,71 @@ func manages(s *scope, ref advisorv1alpha1.TargetReference) bool {
 	kind, known := targets.ByGroupKind(plan.KeyOf(ref).GroupKind())
 	return known && s.profile != nil && slices.Contains(s.profile.WatchedCRDs(), kind.CRD)
 }
+
+// writePool pauses a MachineConfigPool for the batch (paused true) or gives the pause back,
+// naming in its PausedByAnnotation the configs that still need the pause (holders). It is
+// the one place the operator writes a pool. A pause needs what an item's write needs (an
+// Apply, a matching pin, an intact plan, an approval given after the plan was shown) and a
+// plan that shows the pause; giving a pause back needs only that the pool names this config
+// among its holders, so a pool is resumed on every way out. The status is persisted first,
+// and the write is guarded by the resourceVersion just read.
+// A config deleted while it held a pause has no status: s is nil, and only the pause is
+// given back.
+func (r *VirtPlatformConfigReconciler) writePool(ctx context.Context, s *scope, config string, pool *unstructured.Unstructured, holders []string, paused bool) (*refusal, error) {
+	if why := authorizePool(s, config, pool, paused); why != nil {
+		return why, nil
+	}
+	if s != nil {
+		if err := r.writeStatus(ctx, s); err != nil {
+			return nil, err
+		}
+	}
+	return nil, r.patchPool(ctx, pool, holders, paused)
+}
+
+// authorizePool checks the gate's conditions for a write of pool.
+func authorizePool(s *scope, config string, pool *unstructured.Unstructured, paused bool) *refusal {
+	if !paused || s == nil {
+		if !slices.Contains(targets.PausedBy(pool), config) {
+			return &refusal{advisorv1alpha1.ReasonPlanIntegrity, fmt.Sprintf(
+				"MachineConfigPool %s is not paused for this config", pool.GetName())}
+		}
+		return nil
+	}
+	if why := authorizeExecution(s); why != nil {
+		return why
+	}
+	if !slices.Contains(pausedPools(s.vpc.Status.Rollouts), pool.GetName()) {
+		return &refusal{advisorv1alpha1.ReasonPlanIntegrity, fmt.Sprintf(
+			"the approved plan does not pause MachineConfigPool %s", pool.GetName())}
+	}
+	return nil
+}
+
+// patchPool writes the pool's pause and its holders, guarded by its resourceVersion.
+func (r *VirtPlatformConfigReconciler) patchPool(ctx context.Context, pool *unstructured.Unstructured, holders []string, paused bool) error {
+	var annotation any
+	if len(holders) > 0 {
+		sorted := slices.Clone(holders)
+		slices.Sort(sorted)
+		annotation = strings.Join(slices.Compact(sorted), ",")
+	}
+	body, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{
+			"resourceVersion": pool.GetResourceVersion(),
+			"annotations":     map[string]any{targets.PausedByAnnotation: annotation},
+		},
+		"spec": map[string]any{"paused": paused},
+	})
+	if err != nil {
+		return err
+	}
+	if err := r.Client.Patch(ctx, pool, client.RawPatch(types.MergePatchType, body), client.FieldOwner(poolFieldManager)); err != nil {
+		return fmt.Errorf("write the pause of MachineConfigPool %s: %w", pool.GetName(), err)
+	}
+	return nil
+}
+
+// poolFieldManager is the field manager of the operator's pool pauses, shared by every
+// profile: a pause is shared by the configs that need it.
+const poolFieldManager = "virt-advisor-operator"

@@ -12,9 +12,12 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
 	"github.com/kubevirt/virt-advisor-operator/internal/plan"
+	"github.com/kubevirt/virt-advisor-operator/internal/targets"
 )
 
 // approvalOracle checks every write the operator sends to an object that is not a
@@ -66,7 +69,7 @@ func (o *approvalOracle) wrap(rt http.RoundTripper) http.RoundTripper {
 
 // writeTarget is the object a request writes, from its path.
 type writeTarget struct {
-	group, namespace, name string
+	group, resource, namespace, name string
 }
 
 // targetWrite tells whether req writes an object the oracle judges.
@@ -97,6 +100,9 @@ func targetWrite(req *http.Request) (writeTarget, bool) {
 	if len(parts) >= 2 && parts[0] == "namespaces" {
 		w.namespace, parts = parts[1], parts[2:]
 	}
+	if len(parts) >= 1 {
+		w.resource = parts[0]
+	}
 	if len(parts) >= 2 {
 		w.name = parts[1]
 	}
@@ -125,6 +131,9 @@ func (o *approvalOracle) judge(req *http.Request, w writeTarget, body []byte) st
 	if err := k8s.List(ctx, list); err != nil {
 		return fmt.Sprintf("%s %s: cannot read the configs to judge it: %v", req.Method, req.URL.Path, err)
 	}
+	if w.group == targets.MachineConfigPool.GVK.Group && w.resource == "machineconfigpools" {
+		return judgePause(req, w, body, list)
+	}
 	apply := req.Header.Get("Content-Type") == "application/apply-patch+yaml"
 	for i := range list.Items {
 		vpc := &list.Items[i]
@@ -143,6 +152,49 @@ func (o *approvalOracle) judge(req *http.Request, w writeTarget, body []byte) st
 		}
 	}
 	return fmt.Sprintf("%s %s (%s): no config's persisted status approves this content", req.Method, req.URL.Path, req.Header.Get("Content-Type"))
+}
+
+// judgePause judges a write of a MachineConfigPool's pause: a pause needs a config whose
+// persisted status approves its plan and records that it is pausing that pool; a pause
+// given back needs a config that records it is resuming the pool, or a deleted config the
+// pool names.
+func judgePause(req *http.Request, w writeTarget, body []byte, list *advisorv1alpha1.VirtPlatformConfigList) string {
+	var patch struct {
+		Spec struct {
+			Paused bool `json:"paused"`
+		} `json:"spec"`
+	}
+	if err := json.Unmarshal(body, &patch); err != nil {
+		return fmt.Sprintf("%s %s: not a merge patch of the pause: %v", req.Method, req.URL.Path, err)
+	}
+	existing := map[string]bool{}
+	for i := range list.Items {
+		vpc := &list.Items[i]
+		existing[vpc.Name] = true
+		for _, ro := range vpc.Status.Rollouts {
+			if ro.Pool != w.name {
+				continue
+			}
+			switch {
+			case ro.PauseState == advisorv1alpha1.PauseResuming:
+				return ""
+			case patch.Spec.Paused && ro.PauseState == advisorv1alpha1.PausePausing && ro.Pause && approves(vpc, advisorv1alpha1.PlanItem{}):
+				return ""
+			}
+		}
+	}
+	{
+		pool := &unstructured.Unstructured{}
+		pool.SetGroupVersionKind(targets.MachineConfigPool.GVK)
+		if err := k8s.Get(ctx, client.ObjectKey{Name: w.name}, pool); err == nil {
+			for _, holder := range targets.PausedBy(pool) {
+				if !existing[holder] {
+					return ""
+				}
+			}
+		}
+	}
+	return fmt.Sprintf("%s %s (%s): no config's persisted status approves this pause", req.Method, req.URL.Path, req.Header.Get("Content-Type"))
 }
 
 func sameTarget(ref advisorv1alpha1.TargetReference, w writeTarget) bool {

@@ -187,6 +187,6 @@ func (s *scope) setItemState(i int, state advisorv1alpha1.ItemState, message str
 func (s *scope) rehash() {
 	st := &s.vpc.Status
 	st.PlanRevision++
-	st.PlanHash = plan.PlanHash(st.PlanRevision, st.Items)
+	st.PlanHash = statusPlanHash(st)
 	st.SourceSnapshotHash = plan.CombinedSnapshotHash(st.Items)
 }

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -33,6 +34,7 @@ import (
 	"github.com/kubevirt/virt-advisor-operator/internal/metrics"
 	"github.com/kubevirt/virt-advisor-operator/internal/plan"
 	"github.com/kubevirt/virt-advisor-operator/internal/profiles"
+	"github.com/kubevirt/virt-advisor-operator/internal/targets"
 )
 
 const (
@@ -79,7 +81,10 @@ type VirtPlatformConfigReconciler struct {
 // +kubebuilder:rbac:groups=advisor.kubevirt.io,resources=virtplatformconfigs/status,verbs=get;patch
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// The permissions on the kinds a profile reads and writes are declared by the profile.
+// +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigpools,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=config.openshift.io,resources=clusterversions,verbs=get
+// The permissions on the kinds a profile reads and writes are declared by the profile; a
+// pool's pause is written by the controller for every profile.
 
 // Reconcile takes the config through its state machine, one step after the other, until
 // a step waits (for an approval, a rollout, an event). The config is read once, uncached,
@@ -93,14 +98,15 @@ func (r *VirtPlatformConfigReconciler) Reconcile(ctx context.Context, req ctrl.R
 	if err := r.APIReader.Get(ctx, req.NamespacedName, vpc); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.forget(req.Name)
-			return ctrl.Result{}, nil
+			return ctrl.Result{}, r.releaseDeleted(ctx, req.Name)
 		}
 		return ctrl.Result{}, fmt.Errorf("read VirtPlatformConfig %s: %w", req.Name, err)
 	}
 	if !vpc.DeletionTimestamp.IsZero() {
-		// Deleting a config leaves its targets as they are: it never owned them.
+		// Deleting a config leaves its targets as they are: it never owned them. Only the
+		// pauses it holds are given back.
 		r.forget(req.Name)
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, r.releaseDeleted(ctx, req.Name)
 	}
 	for steps := 0; ; steps++ {
 		s := r.newScope(vpc)
@@ -129,6 +135,11 @@ func (r *VirtPlatformConfigReconciler) Reconcile(ctx context.Context, req ctrl.R
 // step dispatches on the phase. Every path ends in exactly one phase.
 func (r *VirtPlatformConfigReconciler) step(ctx context.Context, s *scope) (ctrl.Result, error) {
 	st := &s.vpc.Status
+	// Every way out of a batch gives its pool pauses back (completion, failure, a
+	// withdrawn approval, a redraft, Ignore).
+	if res, acted, err := r.releasePauses(ctx, s); acted || err != nil {
+		return res, err
+	}
 	if s.vpc.Spec.Action == advisorv1alpha1.ActionIgnore {
 		return r.ignore(s)
 	}
@@ -294,7 +305,33 @@ func (r *VirtPlatformConfigReconciler) SetupWithManager(mgr ctrl.Manager) error 
 	}
 	r.watches = newWatches(c, mgr.GetRESTMapper(), rest.CopyConfig(mgr.GetConfig()), mgr.GetHTTPClient(), mgr.GetScheme(),
 		mgr.GetLogger().WithName("watches"))
-	return mgr.Add(r.watches)
+	if err := mgr.Add(r.watches); err != nil {
+		return err
+	}
+	return mgr.Add(manager.RunnableFunc(r.releaseOrphanedPauses))
+}
+
+// releaseOrphanedPauses gives back, when the manager becomes the leader, the pauses of
+// configs deleted while no manager ran.
+func (r *VirtPlatformConfigReconciler) releaseOrphanedPauses(ctx context.Context) error {
+	log := logf.FromContext(ctx).WithName("pauses")
+	pools, _, err := targets.ListPools(ctx, r.APIReader)
+	if err != nil {
+		log.Error(err, "cannot look for pauses of deleted configs")
+		return nil
+	}
+	for i := range pools {
+		for _, name := range targets.PausedBy(&pools[i]) {
+			err := r.APIReader.Get(ctx, client.ObjectKey{Name: name}, &advisorv1alpha1.VirtPlatformConfig{})
+			if apierrors.IsNotFound(err) {
+				err = r.releaseDeleted(ctx, name)
+			}
+			if err != nil {
+				log.Error(err, "cannot give back the pause of a config", "config", name, "pool", pools[i].GetName())
+			}
+		}
+	}
+	return nil
 }
 
 // CRDMetadata is the metadata-only object the controller watches CRDs with.

@@ -199,7 +199,9 @@ func CombinedSnapshotHash(items []advisorv1alpha1.PlanItem) string {
 // actions, desired states, diffs and conflicts, in plan order: pinning an approval to it
 // pins exactly what the reviewer saw, and the revision makes every plan shown a plan of
 // its own (an approval given for one never approves a later one with equal content).
-func PlanHash(revision int64, items []advisorv1alpha1.PlanItem) string {
+// pauses name the MachineConfigPools the plan pauses around its batch of rollouts: a pause
+// is a write the approval covers too.
+func PlanHash(revision int64, items []advisorv1alpha1.PlanItem, pauses ...string) string {
 	type entry struct {
 		Name      string                          `json:"name"`
 		Target    advisorv1alpha1.TargetReference `json:"target"`
@@ -221,9 +223,10 @@ func PlanHash(revision int64, items []advisorv1alpha1.PlanItem) string {
 		entries = append(entries, e)
 	}
 	return HashJSON(struct {
-		Revision int64   `json:"revision"`
-		Items    []entry `json:"items"`
-	}{revision, entries})
+		Revision int64    `json:"revision"`
+		Items    []entry  `json:"items"`
+		Pauses   []string `json:"pauses,omitempty"`
+	}{revision, entries, pauses})
 }
 
 // DesiredHash is the SHA-256 over the items' names and desired states only. Two operator

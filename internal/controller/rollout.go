@@ -1,0 +1,641 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	ctrl "sigs.k8s.io/controller-runtime"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
+	"github.com/kubevirt/virt-advisor-operator/internal/metrics"
+	"github.com/kubevirt/virt-advisor-operator/internal/plan"
+	"github.com/kubevirt/virt-advisor-operator/internal/targets"
+)
+
+// An execution runs in three stages, so that every node reboots at most once per
+// approval:
+//
+//  1. the items before the first item that rolls out to nodes (a MachineConfig or a
+//     KubeletConfig), in plan order;
+//  2. the batch: every item that rolls out, in plan order, applied while the pools they
+//     roll out in are paused; the pools are then resumed, and the batch's items complete
+//     together once every pool runs a configuration that holds all of them;
+//  3. the other items, in plan order: they come after a rollout in the plan because they
+//     depend on it (the descheduler's PSI mode needs the PSI kernel argument on the nodes).
+//
+// The gates (a maintenance window, a cluster upgrade, a pool busy with another change)
+// hold stage 2 before it starts; stage 1 is never held.
+
+// rollsOut tells whether an item belongs to the batch: it makes a MachineConfigPool render
+// a new configuration.
+func rollsOut(it advisorv1alpha1.PlanItem) bool {
+	return plan.NeedsBaseline(it)
+}
+
+// executionOrder is the order the execution takes the items in (see above).
+func executionOrder(items []advisorv1alpha1.PlanItem) []int {
+	first := slices.IndexFunc(items, rollsOut)
+	if first < 0 {
+		order := make([]int, len(items))
+		for i := range order {
+			order[i] = i
+		}
+		return order
+	}
+	order := make([]int, 0, len(items))
+	for i := range first {
+		order = append(order, i)
+	}
+	for i := first; i < len(items); i++ {
+		if rollsOut(items[i]) {
+			order = append(order, i)
+		}
+	}
+	for i := first; i < len(items); i++ {
+		if !rollsOut(items[i]) {
+			order = append(order, i)
+		}
+	}
+	return order
+}
+
+// statusPlanHash is the hash of the plan in status, the pools it pauses included.
+func statusPlanHash(st *advisorv1alpha1.VirtPlatformConfigStatus) string {
+	return plan.PlanHash(st.PlanRevision, st.Items, pausedPools(st.Rollouts)...)
+}
+
+func pausedPools(rollouts []advisorv1alpha1.PoolRollout) []string {
+	var out []string
+	for _, ro := range rollouts {
+		if ro.Pause {
+			out = append(out, ro.Pool)
+		}
+	}
+	return out
+}
+
+// holdsPause tells whether the batch holds (or is about to take or give back) a pool's pause.
+func holdsPause(ro advisorv1alpha1.PoolRollout) bool {
+	switch ro.PauseState {
+	case advisorv1alpha1.PausePausing, advisorv1alpha1.PausePaused, advisorv1alpha1.PauseResuming:
+		return true
+	}
+	return false
+}
+
+// forecast fills status.rollouts and status.disruption for the plan just installed, and
+// hashes the plan again with the pools it pauses. Pools whose pause the config still holds
+// from an execution stay listed, so that the pause is given back.
+func (r *VirtPlatformConfigReconciler) forecast(ctx context.Context, s *scope) error {
+	st := &s.vpc.Status
+	previous := map[string]advisorv1alpha1.PoolRollout{}
+	for _, ro := range st.Rollouts {
+		previous[ro.Pool] = ro
+	}
+	var rollouts []advisorv1alpha1.PoolRollout
+	byPool := map[string]*advisorv1alpha1.PoolRollout{}
+	var pools []unstructured.Unstructured
+	listed := false
+	for _, it := range st.Items {
+		if !rollsOut(it) || it.State != advisorv1alpha1.ItemPending || it.Change == advisorv1alpha1.ChangeNone {
+			continue
+		}
+		if !listed {
+			var err error
+			if pools, _, err = targets.ListPools(ctx, r.APIReader); err != nil {
+				return err
+			}
+			listed = true
+		}
+		desired, err := plan.DesiredObject(it)
+		if err != nil {
+			return err
+		}
+		for i := range pools {
+			pool := &pools[i]
+			if !targets.PoolRendersFrom(pool, desired) {
+				continue
+			}
+			ro := byPool[pool.GetName()]
+			if ro == nil {
+				nodes, maxUnavailable, waves := targets.PoolSize(pool)
+				rollouts = append(rollouts, advisorv1alpha1.PoolRollout{Pool: pool.GetName(), Nodes: nodes,
+					MaxUnavailable: maxUnavailable, Waves: waves, Pause: true})
+				ro = &rollouts[len(rollouts)-1]
+				byPool[pool.GetName()] = ro
+			}
+			ro.Items = append(ro.Items, it.Name)
+			reboot, why := disruptionOf(it)
+			ro.Reboot = ro.Reboot || reboot
+			ro.Reasons = append(ro.Reasons, why...)
+		}
+	}
+	// byPool points into rollouts: appending above may have moved them, so read back by
+	// name from here on.
+	for i := range rollouts {
+		ro := &rollouts[i]
+		ro.EstimatedDuration = r.estimate(ctx, s, *ro, previous[ro.Pool])
+		if prev, ok := previous[ro.Pool]; ok && holdsPause(prev) {
+			ro.PauseState, ro.PausedAt = prev.PauseState, prev.PausedAt
+		}
+		if prev, ok := previous[ro.Pool]; ok {
+			ro.SecondsPerNode = prev.SecondsPerNode
+		}
+		delete(previous, ro.Pool)
+	}
+	for _, prev := range previous {
+		if holdsPause(prev) {
+			rollouts = append(rollouts, advisorv1alpha1.PoolRollout{Pool: prev.Pool, PauseState: prev.PauseState,
+				PausedAt: prev.PausedAt, SecondsPerNode: prev.SecondsPerNode})
+		}
+	}
+	sort.Slice(rollouts, func(i, j int) bool { return rollouts[i].Pool < rollouts[j].Pool })
+	st.Rollouts = rollouts
+	st.Disruption = describeDisruption(rollouts)
+	st.PlanHash = statusPlanHash(st)
+	return nil
+}
+
+// disruptionOf judges what applying an item does to the nodes of its pools.
+func disruptionOf(it advisorv1alpha1.PlanItem) (bool, []string) {
+	return true, []string{fmt.Sprintf("%s %s changes the nodes' configuration", it.TargetRef.Kind, it.TargetRef.Name)}
+}
+
+// estimate is the expected duration of a pool's rollout from the time per node measured
+// in an earlier rollout of the pool, by this config or another one.
+func (r *VirtPlatformConfigReconciler) estimate(ctx context.Context, s *scope, ro, previous advisorv1alpha1.PoolRollout) string {
+	perNode := previous.SecondsPerNode
+	if perNode == 0 {
+		configs := &advisorv1alpha1.VirtPlatformConfigList{}
+		if err := r.Client.List(ctx, configs); err == nil {
+			for _, c := range configs.Items {
+				for _, other := range c.Status.Rollouts {
+					if other.Pool == ro.Pool && other.SecondsPerNode > 0 && c.Name != s.vpc.Name {
+						perNode = other.SecondsPerNode
+					}
+				}
+			}
+		}
+	}
+	if perNode == 0 || ro.Waves == 0 {
+		return "unknown"
+	}
+	// Each wave updates up to maxUnavailable nodes side by side: a wave takes what one
+	// node takes.
+	return "about " + (time.Duration(perNode) * time.Second * time.Duration(ro.Waves)).Round(time.Minute).String()
+}
+
+// describeDisruption sums up the rollouts, e.g. "reboots 6 worker nodes once, in 6 waves".
+func describeDisruption(rollouts []advisorv1alpha1.PoolRollout) string {
+	var parts []string
+	for _, ro := range rollouts {
+		if len(ro.Items) == 0 {
+			continue
+		}
+		what := "updates"
+		if ro.Reboot {
+			what = "reboots"
+		}
+		parts = append(parts, fmt.Sprintf("%s %d %s node(s) once, in %d wave(s)", what, ro.Nodes, ro.Pool, ro.Waves))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// batch are the indexes of the items of the batch, in plan order.
+func batch(st *advisorv1alpha1.VirtPlatformConfigStatus) []int {
+	var out []int
+	for i, it := range st.Items {
+		if rollsOut(it) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// batchPending tells whether items of the batch wait to be applied: the pools they roll
+// out in stay paused until they are.
+func batchPending(s *scope) bool {
+	st := &s.vpc.Status
+	if st.Phase != advisorv1alpha1.PhaseInProgress || s.vpc.Spec.Action != advisorv1alpha1.ActionApply {
+		return false
+	}
+	for _, i := range batch(st) {
+		if st.Items[i].State == advisorv1alpha1.ItemPending {
+			return true
+		}
+	}
+	return false
+}
+
+// executeBatch takes one step of the batch: hold it at a gate, pause a pool, apply an
+// item, resume a pool, or judge the rollouts.
+func (r *VirtPlatformConfigReconciler) executeBatch(ctx context.Context, s *scope) (ctrl.Result, error) {
+	st := &s.vpc.Status
+	items := batch(st)
+	started := slices.ContainsFunc(st.Rollouts, func(ro advisorv1alpha1.PoolRollout) bool { return ro.PauseState != "" }) ||
+		slices.ContainsFunc(items, func(i int) bool { return st.Items[i].State != advisorv1alpha1.ItemPending })
+	if !started {
+		if res, held, err := r.holdBatch(ctx, s); held || err != nil {
+			return res, err
+		}
+	}
+	for k, ro := range st.Rollouts {
+		if ro.Pause && len(ro.Items) > 0 && (ro.PauseState == "" || ro.PauseState == advisorv1alpha1.PausePausing) && batchPending(s) {
+			return r.pausePool(ctx, s, k)
+		}
+	}
+	for _, i := range items {
+		if st.Items[i].State == advisorv1alpha1.ItemPending {
+			s.setItemState(i, advisorv1alpha1.ItemPending, "applying")
+			res, stop, err := r.applyItem(ctx, s, i)
+			if stop || err != nil {
+				return res, err
+			}
+			it := &st.Items[i]
+			it.WaitingSince = nil
+			s.setItemState(i, advisorv1alpha1.ItemInProgress, it.Message+"; rolls out with the batch")
+			return ctrl.Result{RequeueAfter: immediately}, nil
+		}
+	}
+	if res, acted, err := r.releasePauses(ctx, s); acted || err != nil {
+		return res, err
+	}
+	return r.checkBatch(ctx, s, items)
+}
+
+// holdBatch holds the batch before it starts while it is not safe to roll out: outside
+// the maintenance window, while the cluster upgrades, while a pool it rolls out in is
+// busy with another change.
+func (r *VirtPlatformConfigReconciler) holdBatch(ctx context.Context, s *scope) (ctrl.Result, bool, error) {
+	if w := s.vpc.Spec.MaintenanceWindow; w != nil {
+		open, next, err := windowOpen(w, s.now.Time)
+		if err != nil {
+			s.noApprovalNeeded()
+			s.setPhase(advisorv1alpha1.PhaseFailed, advisorv1alpha1.ReasonInvalidMaintenanceWindow,
+				fmt.Sprintf("spec.maintenanceWindow: %v: fix it to go on", err))
+			return ctrl.Result{}, true, nil
+		}
+		if !open {
+			s.setPhase(advisorv1alpha1.PhaseInProgress, advisorv1alpha1.ReasonAwaitingMaintenanceWindow, fmt.Sprintf(
+				"the items that roll out to nodes wait for the maintenance window: the next one starts %s (in %s)",
+				next.Format(time.RFC3339), untilText(s.now.Time, next)))
+			return ctrl.Result{RequeueAfter: max(next.Sub(s.now.Time), time.Second)}, true, nil
+		}
+	}
+	upgrading, msg, err := targets.ClusterUpgrading(ctx, r.APIReader)
+	if err != nil {
+		return ctrl.Result{}, true, err
+	}
+	if upgrading {
+		s.setPhase(advisorv1alpha1.PhaseInProgress, advisorv1alpha1.ReasonAwaitingClusterUpgrade, fmt.Sprintf(
+			"the items that roll out to nodes wait until the cluster upgrade in flight ends (ClusterVersion version is Progressing: %s)", msg))
+		return ctrl.Result{RequeueAfter: r.pollInterval()}, true, nil
+	}
+	var busy []string
+	for _, ro := range s.vpc.Status.Rollouts {
+		if len(ro.Items) == 0 {
+			continue
+		}
+		pool, err := targets.GetPool(ctx, r.APIReader, ro.Pool)
+		if err != nil {
+			return ctrl.Result{}, true, err
+		}
+		if why := targets.PoolBusy(pool); why != "" {
+			busy = append(busy, why)
+		}
+	}
+	if len(busy) > 0 {
+		s.setPhase(advisorv1alpha1.PhaseInProgress, advisorv1alpha1.ReasonAwaitingPool, fmt.Sprintf(
+			"the items that roll out to nodes wait: %s", strings.Join(busy, "; ")))
+		return ctrl.Result{RequeueAfter: r.pollInterval()}, true, nil
+	}
+	if s.vpc.Status.Conditions != nil && s.reason == "" {
+		s.setPhase(advisorv1alpha1.PhaseInProgress, advisorv1alpha1.ReasonExecuting, "rolling out the batch")
+	}
+	return ctrl.Result{}, false, nil
+}
+
+// pausePool takes the pause of rollout k's pool for the batch: a pool paused by the
+// operator for other configs' batches is shared, a pool paused by somebody else is left
+// to them (the rollout waits until they resume it). The pause is recorded before it is
+// written.
+func (r *VirtPlatformConfigReconciler) pausePool(ctx context.Context, s *scope, k int) (ctrl.Result, error) {
+	st := &s.vpc.Status
+	ro := &st.Rollouts[k]
+	pool, err := targets.GetPool(ctx, r.APIReader, ro.Pool)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	holders := targets.PausedBy(pool)
+	switch {
+	case slices.Contains(holders, s.vpc.Name):
+		ro.PauseState = advisorv1alpha1.PausePaused
+		return ctrl.Result{RequeueAfter: immediately}, nil
+	case targets.PoolPaused(pool) && len(holders) == 0:
+		ro.PauseState = advisorv1alpha1.PauseExternal
+		s.note(corev1.EventTypeNormal, advisorv1alpha1.ReasonAwaitingPool,
+			"MachineConfigPool %s was paused by somebody else: the batch is applied and rolls out once they resume it", ro.Pool)
+		return ctrl.Result{RequeueAfter: immediately}, nil
+	}
+	ro.PauseState = advisorv1alpha1.PausePausing
+	t := s.now
+	ro.PausedAt = &t
+	if why, err := r.writePool(ctx, s, s.vpc.Name, pool, append(holders, s.vpc.Name), true); why != nil || err != nil {
+		if why != nil {
+			return r.refusePoolWrite(s, ro.Pool, why), nil
+		}
+		return ctrl.Result{}, err
+	}
+	ro = &s.vpc.Status.Rollouts[k]
+	ro.PauseState = advisorv1alpha1.PausePaused
+	metrics.PoolPaused(ro.Pool, ro.PausedAt.Time)
+	s.note(corev1.EventTypeNormal, advisorv1alpha1.EventPoolPaused,
+		"paused MachineConfigPool %s to roll out %s at once", ro.Pool, strings.Join(ro.Items, ", "))
+	return ctrl.Result{RequeueAfter: immediately}, nil
+}
+
+// releasePauses gives back the pauses the config holds when its batch no longer needs
+// them: every item applied, or the execution ended (completed, failed, paused, redrafted,
+// ignored). A pool stays paused while another config's approved batch still needs it.
+func (r *VirtPlatformConfigReconciler) releasePauses(ctx context.Context, s *scope) (ctrl.Result, bool, error) {
+	if batchPending(s) {
+		return ctrl.Result{}, false, nil
+	}
+	for k, ro := range s.vpc.Status.Rollouts {
+		if !holdsPause(ro) {
+			continue
+		}
+		res, err := r.resumePool(ctx, s, k)
+		return res, true, err
+	}
+	return ctrl.Result{}, false, nil
+}
+
+// resumePool gives back rollout k's pause: the pool is resumed unless another config
+// still needs it paused.
+func (r *VirtPlatformConfigReconciler) resumePool(ctx context.Context, s *scope, k int) (ctrl.Result, error) {
+	st := &s.vpc.Status
+	ro := &st.Rollouts[k]
+	pool, err := targets.GetPool(ctx, r.APIReader, ro.Pool)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	holders := targets.PausedBy(pool)
+	if !slices.Contains(holders, s.vpc.Name) {
+		ro.PauseState = advisorv1alpha1.PauseResumed
+		metrics.PoolResumed(ro.Pool)
+		return ctrl.Result{RequeueAfter: immediately}, nil
+	}
+	others, err := r.othersNeedingPause(ctx, s.vpc.Name, ro.Pool, holders)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	ro.PauseState = advisorv1alpha1.PauseResuming
+	if why, err := r.writePool(ctx, s, s.vpc.Name, pool, others, len(others) > 0); why != nil || err != nil {
+		if why != nil {
+			return r.refusePoolWrite(s, ro.Pool, why), nil
+		}
+		return ctrl.Result{}, err
+	}
+	ro = &s.vpc.Status.Rollouts[k]
+	ro.PauseState = advisorv1alpha1.PauseResumed
+	metrics.PoolResumed(ro.Pool)
+	if len(others) > 0 {
+		s.note(corev1.EventTypeNormal, advisorv1alpha1.EventPoolResumed,
+			"MachineConfigPool %s stays paused for the batch of %s", ro.Pool, strings.Join(others, ", "))
+	} else {
+		s.note(corev1.EventTypeNormal, advisorv1alpha1.EventPoolResumed, "resumed MachineConfigPool %s", ro.Pool)
+	}
+	return ctrl.Result{RequeueAfter: immediately}, nil
+}
+
+// othersNeedingPause are the configs, other than name, whose approved batch still needs the
+// pool paused: the ones the pool names that still exist, and the ones approved to roll
+// out in it that have not applied their batch yet.
+func (r *VirtPlatformConfigReconciler) othersNeedingPause(ctx context.Context, name, pool string, holders []string) ([]string, error) {
+	configs := &advisorv1alpha1.VirtPlatformConfigList{}
+	if err := r.APIReader.List(ctx, configs); err != nil {
+		return nil, fmt.Errorf("list VirtPlatformConfigs: %w", err)
+	}
+	var out []string
+	for _, c := range configs.Items {
+		if c.Name == name || !c.DeletionTimestamp.IsZero() {
+			continue
+		}
+		needs := slices.Contains(holders, c.Name)
+		if !needs && c.Spec.Action == advisorv1alpha1.ActionApply {
+			switch c.Status.Phase {
+			case advisorv1alpha1.PhaseReviewRequired, advisorv1alpha1.PhaseInProgress:
+				needs = waitsToRollOut(&c.Status, pool)
+			}
+		}
+		if needs {
+			out = append(out, c.Name)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// waitsToRollOut tells whether a plan has items not applied yet that roll out in pool.
+func waitsToRollOut(st *advisorv1alpha1.VirtPlatformConfigStatus, pool string) bool {
+	for _, ro := range st.Rollouts {
+		if ro.Pool != pool || !ro.Pause {
+			continue
+		}
+		for _, it := range st.Items {
+			if slices.Contains(ro.Items, it.Name) && it.State == advisorv1alpha1.ItemPending {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// refusePoolWrite stops at a pool write the gate refused, as refuseWrite does for items.
+func (r *VirtPlatformConfigReconciler) refusePoolWrite(s *scope, pool string, why *refusal) ctrl.Result {
+	s.note(corev1.EventTypeWarning, advisorv1alpha1.EventWriteRefused, "MachineConfigPool %s was not written: %s", pool, why.condition)
+	switch why.reason {
+	case advisorv1alpha1.ReasonPlanIntegrity:
+		return r.refuseAltered(s)
+	case advisorv1alpha1.ReasonApprovalMismatch:
+		return r.awaitMatchingPin(s, "not written: "+why.condition)
+	}
+	return r.awaitApproval(s, advisorv1alpha1.ReasonAwaitingApproval,
+		fmt.Sprintf("MachineConfigPool %s was not paused (%s): review status.rollouts", pool, why.condition))
+}
+
+// checkBatch judges the batch's rollouts once every item is applied and the pools are
+// resumed: the items complete together when every pool runs a configuration that holds
+// all of them. The wait of a pool paused by somebody else starts when they resume it.
+func (r *VirtPlatformConfigReconciler) checkBatch(ctx context.Context, s *scope, items []int) (ctrl.Result, error) {
+	st := &s.vpc.Status
+	var waitingFor []string
+	paused := map[string]bool{}
+	for k := range st.Rollouts {
+		ro := &st.Rollouts[k]
+		if len(ro.Items) == 0 || ro.RolloutStartedAt != nil {
+			continue
+		}
+		pool, err := targets.GetPool(ctx, r.APIReader, ro.Pool)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if targets.PoolPaused(pool) {
+			paused[ro.Pool] = true
+			who := "somebody else"
+			if holders := targets.PausedBy(pool); len(holders) > 0 {
+				who = "the batch of " + strings.Join(holders, ", ")
+			}
+			waitingFor = append(waitingFor, fmt.Sprintf("MachineConfigPool %s is paused by %s: the rollout starts when it is resumed", ro.Pool, who))
+			continue
+		}
+		t := s.now
+		ro.RolloutStartedAt = &t
+	}
+	var timeout time.Duration
+	if s.vpc.Spec.WaitTimeout != nil {
+		timeout = s.vpc.Spec.WaitTimeout.Duration
+	}
+	healthy := map[int]string{}
+	var failed []int
+	failures := map[int]string{}
+	for _, i := range items {
+		it := &st.Items[i]
+		if it.State != advisorv1alpha1.ItemInProgress {
+			continue
+		}
+		pools := poolsOfItem(st, it.Name)
+		if slices.ContainsFunc(pools, func(p string) bool { return paused[p] }) {
+			it.Message = strings.Join(waitingFor, "; ")
+			continue
+		}
+		since := rolloutStart(st, pools, s.now)
+		if it.WaitingSince == nil || it.WaitingSince.Before(&since) {
+			it.WaitingSince = &since
+		}
+		h, err := r.Engine.CheckHealth(ctx, *it, it.WaitingSince.Time, timeout, s.now.Time)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		switch h.State {
+		case plan.Healthy:
+			healthy[i] = h.Message
+		case plan.Unhealthy:
+			failed = append(failed, i)
+			failures[i] = h.Message
+		default:
+			it.Message = h.Message
+		}
+	}
+	if len(failed) > 0 {
+		for _, i := range failed[1:] {
+			it := st.Items[i]
+			s.setItemState(i, advisorv1alpha1.ItemFailed, failures[i])
+			s.noteItem(it.Name, corev1.EventTypeWarning, advisorv1alpha1.EventItemFailed, "item %s failed: %s", it.Name, failures[i])
+		}
+		metrics.ItemSettled(s.now.Sub(st.Items[failed[0]].WaitingSince.Time).Seconds())
+		return r.failItem(s, failed[0], failures[failed[0]]), nil
+	}
+	inProgress := 0
+	for _, i := range items {
+		if st.Items[i].State == advisorv1alpha1.ItemInProgress {
+			inProgress++
+		}
+	}
+	if inProgress > 0 && len(healthy) == inProgress {
+		for _, i := range items {
+			if msg, ok := healthy[i]; ok {
+				metrics.ItemSettled(s.now.Sub(st.Items[i].WaitingSince.Time).Seconds())
+				s.setItemState(i, advisorv1alpha1.ItemCompleted, msg)
+			}
+		}
+		measureRollouts(st, s.now)
+		return r.afterItem(ctx, s)
+	}
+	wait := r.pollInterval()
+	if timeout > 0 {
+		for _, i := range items {
+			it := st.Items[i]
+			if it.State == advisorv1alpha1.ItemInProgress && it.WaitingSince != nil {
+				if left := it.WaitingSince.Add(timeout).Sub(s.now.Time); left < wait {
+					wait = max(left, time.Millisecond)
+				}
+			}
+		}
+	}
+	return ctrl.Result{RequeueAfter: wait}, nil
+}
+
+// poolsOfItem are the pools the forecast says the item rolls out in.
+func poolsOfItem(st *advisorv1alpha1.VirtPlatformConfigStatus, item string) []string {
+	var out []string
+	for _, ro := range st.Rollouts {
+		if slices.Contains(ro.Items, item) {
+			out = append(out, ro.Pool)
+		}
+	}
+	return out
+}
+
+// rolloutStart is when the last of pools started rolling the batch out (now when none is
+// known).
+func rolloutStart(st *advisorv1alpha1.VirtPlatformConfigStatus, pools []string, now metav1.Time) metav1.Time {
+	var start *metav1.Time
+	for _, ro := range st.Rollouts {
+		if slices.Contains(pools, ro.Pool) && ro.RolloutStartedAt != nil && (start == nil || start.Before(ro.RolloutStartedAt)) {
+			start = ro.RolloutStartedAt
+		}
+	}
+	if start == nil {
+		return now
+	}
+	return *start
+}
+
+// measureRollouts records the time a node took in each finished rollout (the rollout's
+// time over its waves: the nodes of a wave update side by side), for the estimates of
+// later plans.
+func measureRollouts(st *advisorv1alpha1.VirtPlatformConfigStatus, now metav1.Time) {
+	for k := range st.Rollouts {
+		ro := &st.Rollouts[k]
+		if ro.RolloutStartedAt == nil || ro.Waves == 0 || len(ro.Items) == 0 {
+			continue
+		}
+		ro.SecondsPerNode = max(int64(now.Sub(ro.RolloutStartedAt.Time).Seconds())/int64(ro.Waves), 1)
+	}
+}
+
+// releaseDeleted gives back the pauses a deleted config held: every pool that names it is
+// resumed, unless another config still needs it paused.
+func (r *VirtPlatformConfigReconciler) releaseDeleted(ctx context.Context, name string) error {
+	pools, _, err := targets.ListPools(ctx, r.APIReader)
+	if err != nil {
+		return err
+	}
+	for i := range pools {
+		pool := &pools[i]
+		holders := targets.PausedBy(pool)
+		if !slices.Contains(holders, name) {
+			continue
+		}
+		others, err := r.othersNeedingPause(ctx, name, pool.GetName(), holders)
+		if err != nil {
+			return err
+		}
+		if _, err := r.writePool(ctx, nil, name, pool, others, len(others) > 0); err != nil {
+			return err
+		}
+		metrics.PoolResumed(pool.GetName())
+		logf.FromContext(ctx).Info("gave back the pause of a deleted config", "config", name, "pool", pool.GetName(), "stillPausedFor", others)
+	}
+	return nil
+}

@@ -1,0 +1,171 @@
+package targets
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// ClusterVersion is OpenShift's cluster version; its Progressing condition is True while
+// the cluster upgrades (and the Machine Config Operator reboots every pool).
+var ClusterVersion = Kind{
+	GVK:      schema.GroupVersionKind{Group: "config.openshift.io", Version: "v1", Kind: "ClusterVersion"},
+	CRD:      "clusterversions.config.openshift.io",
+	Operator: "the Cluster Version Operator (OpenShift)",
+}
+
+// PausedByAnnotation names, on a MachineConfigPool the operator paused, the configs whose
+// batches still need the pause, comma-separated and sorted. A paused pool without it was
+// paused by somebody else, and the operator never resumes it.
+const PausedByAnnotation = "advisor.kubevirt.io/paused-by"
+
+// ListPools lists the MachineConfigPools, sorted by name; served is false when the
+// cluster has no MachineConfigPool kind.
+func ListPools(ctx context.Context, reader client.Reader) (pools []unstructured.Unstructured, served bool, err error) {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(MachineConfigPool.ListGVK(MachineConfigPool.GVK.Version))
+	if err := reader.List(ctx, list); err != nil {
+		if meta.IsNoMatchError(err) {
+			return nil, false, nil
+		}
+		return nil, false, fmt.Errorf("list MachineConfigPools: %w", err)
+	}
+	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].GetName() < list.Items[j].GetName() })
+	return list.Items, true, nil
+}
+
+// GetPool reads one MachineConfigPool.
+func GetPool(ctx context.Context, reader client.Reader, name string) (*unstructured.Unstructured, error) {
+	pool := &unstructured.Unstructured{}
+	pool.SetGroupVersionKind(MachineConfigPool.GVK)
+	if err := reader.Get(ctx, client.ObjectKey{Name: name}, pool); err != nil {
+		return nil, fmt.Errorf("read MachineConfigPool %s: %w", name, err)
+	}
+	return pool, nil
+}
+
+// PoolRendersFrom tells whether the pool renders obj (a MachineConfig its
+// machineConfigSelector selects, or a KubeletConfig whose machineConfigPoolSelector selects
+// the pool) into its configuration.
+func PoolRendersFrom(pool, obj *unstructured.Unstructured) bool {
+	switch obj.GroupVersionKind().GroupKind() {
+	case MachineConfig.GroupKind():
+		return machineConfigSelects(pool, obj)
+	case KubeletConfig.GroupKind():
+		return KubeletConfigSelects(pool, obj)
+	}
+	return false
+}
+
+// PoolPaused tells whether the pool's spec pauses it.
+func PoolPaused(pool *unstructured.Unstructured) bool {
+	paused, _, _ := unstructured.NestedBool(pool.Object, "spec", "paused")
+	return paused
+}
+
+// PausedBy are the configs the pool's PausedByAnnotation names.
+func PausedBy(pool *unstructured.Unstructured) []string {
+	v := strings.TrimSpace(pool.GetAnnotations()[PausedByAnnotation])
+	if v == "" {
+		return nil
+	}
+	var out []string
+	for _, name := range strings.Split(v, ",") {
+		if name = strings.TrimSpace(name); name != "" && !slices.Contains(out, name) {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// PoolSize is the pool's machine count, its maxUnavailable as written (default "1"), and
+// the number of waves a rollout to every machine takes: at most maxUnavailable machines
+// (an integer, or a percent of the machines rounded down; at least one) update at once.
+func PoolSize(pool *unstructured.Unstructured) (machines int32, maxUnavailable string, waves int32) {
+	n, _, _ := unstructured.NestedInt64(pool.Object, "status", "machineCount")
+	machines = int32(n)
+	mu := intstr.FromInt32(1)
+	switch v, found, _ := unstructured.NestedFieldNoCopy(pool.Object, "spec", "maxUnavailable"); {
+	case !found:
+	case isString(v):
+		mu = intstr.FromString(v.(string))
+	default:
+		if i, ok := toInt64(v); ok {
+			mu = intstr.FromInt32(int32(i))
+		}
+	}
+	maxUnavailable = mu.String()
+	step, err := intstr.GetScaledValueFromIntOrPercent(&mu, int(machines), false)
+	if err != nil || step < 1 {
+		step = 1
+	}
+	if machines == 0 {
+		return 0, maxUnavailable, 0
+	}
+	return machines, maxUnavailable, int32(math.Ceil(float64(machines) / float64(step)))
+}
+
+func isString(v any) bool { _, ok := v.(string); return ok }
+
+func toInt64(v any) (int64, bool) {
+	switch n := v.(type) {
+	case int64:
+		return n, true
+	case int:
+		return int64(n), true
+	case float64:
+		return int64(n), true
+	case string:
+		i, err := strconv.ParseInt(n, 10, 64)
+		return i, err == nil
+	}
+	return 0, false
+}
+
+// PoolBusy says why a pool should not start another rollout now: it is Degraded, or
+// Updating (rolling out another change); "" when it is idle.
+func PoolBusy(pool *unstructured.Unstructured) string {
+	conditions, _, _ := unstructured.NestedSlice(pool.Object, "status", "conditions")
+	for _, t := range []string{"Degraded", "NodeDegraded", "RenderDegraded"} {
+		if c, ok := findCondition(conditions, t); ok && c["status"] == "True" {
+			return fmt.Sprintf("MachineConfigPool %s is %s (%v: %v)", pool.GetName(), t, c["reason"], c["message"])
+		}
+	}
+	if c, ok := findCondition(conditions, "Updating"); ok && c["status"] == "True" && !PoolPaused(pool) {
+		updated, _, _ := unstructured.NestedInt64(pool.Object, "status", "updatedMachineCount")
+		machines, _, _ := unstructured.NestedInt64(pool.Object, "status", "machineCount")
+		return fmt.Sprintf("MachineConfigPool %s is updating to another configuration (%d/%d machines updated)",
+			pool.GetName(), updated, machines)
+	}
+	return ""
+}
+
+// ClusterUpgrading tells whether a cluster upgrade is in flight (ClusterVersion version
+// Progressing=True), with its message; a cluster without the kind never upgrades.
+func ClusterUpgrading(ctx context.Context, reader client.Reader) (bool, string, error) {
+	cv := &unstructured.Unstructured{}
+	cv.SetGroupVersionKind(ClusterVersion.GVK)
+	if err := reader.Get(ctx, client.ObjectKey{Name: "version"}, cv); err != nil {
+		if meta.IsNoMatchError(err) || client.IgnoreNotFound(err) == nil {
+			return false, "", nil
+		}
+		return false, "", fmt.Errorf("read ClusterVersion version: %w", err)
+	}
+	conditions, _, _ := unstructured.NestedSlice(cv.Object, "status", "conditions")
+	if c, ok := findCondition(conditions, "Progressing"); ok && c["status"] == "True" {
+		msg, _ := c["message"].(string)
+		return true, msg, nil
+	}
+	return false, "", nil
+}

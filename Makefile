@@ -101,6 +101,7 @@ fuzz: ## Run each fuzz target for FUZZTIME (60s), one after the other; a failing
 	$(FUZZ) -fuzz '^FuzzLoadAwareDefaults$$' ./internal/profiles/
 	$(FUZZ) -fuzz '^FuzzHigherDensityDefaults$$' ./internal/profiles/
 	$(FUZZ) -fuzz '^FuzzPlatformBaselineDefaults$$' ./internal/profiles/
+	$(FUZZ) -fuzz '^FuzzWindow$$' ./internal/schedule/
 
 .PHONY: lint
 lint: golangci-lint ## Run golangci-lint with .golangci.yml.

@@ -10,6 +10,11 @@ import (
 	"strings"
 	"time"
 
+	// The time zones of maintenance windows (internal/schedule) load from this embedded copy of
+	// the IANA database when the image has no /usr/share/zoneinfo: the manager does not depend
+	// on its base image for them. Go's documentation has programs, not libraries, import it.
+	_ "time/tzdata"
+
 	_ "k8s.io/client-go/plugin/pkg/client/auth"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"

@@ -5,6 +5,7 @@ package metrics
 import (
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -15,6 +16,10 @@ import (
 // configReasonHelp is the help text of virt_advisor_config_reason.
 const configReasonHelp = "Always 1: one series per VirtPlatformConfig, labelled with its status.phase and the reason " +
 	"of the condition that describes that phase (e.g. phase Drifted, reason Thrashing)."
+
+// poolPausedSinceHelp is the help text of virt_advisor_pool_paused_since_timestamp_seconds.
+const poolPausedSinceHelp = "Unix time at which the operator paused a MachineConfigPool to roll out a batch of " +
+	"changes together; a pool has a series only while the operator holds it paused."
 
 var (
 	configPhase = prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -57,10 +62,18 @@ var (
 		Name: "virt_advisor_throttled_total",
 		Help: "Drift corrections held back by the per-target rate limit.",
 	})
+
+	// poolPausedSince is a timestamp rather than a duration, so that the alert on a pause held
+	// too long measures it in Prometheus, and a restarted operator reports the same pause.
+	poolPausedSince = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "virt_advisor_pool_paused_since_timestamp_seconds",
+		Help: poolPausedSinceHelp,
+	}, []string{"pool"})
 )
 
 func init() {
-	metrics.Registry.MustRegister(configPhase, configCondition, configReason, planItems, driftDetected, applyTotal, applyDuration, throttled)
+	metrics.Registry.MustRegister(configPhase, configCondition, configReason, planItems, driftDetected, applyTotal, applyDuration,
+		throttled, poolPausedSince)
 }
 
 var (
@@ -179,6 +192,16 @@ func ItemSettled(seconds float64) { applyDuration.Observe(seconds) }
 
 // Throttled counts a drift correction held back by the rate limit.
 func Throttled() { throttled.Inc() }
+
+// PoolPaused records that the operator holds a MachineConfigPool paused, since the time it
+// paused it. Give the time recorded with the pause, not the time of the call, so that an
+// operator that restarts reports the pause as old as it is.
+func PoolPaused(pool string, since time.Time) {
+	poolPausedSince.WithLabelValues(pool).Set(float64(since.Unix()))
+}
+
+// PoolResumed removes the series of a MachineConfigPool the operator no longer holds paused.
+func PoolResumed(pool string) { poolPausedSince.DeleteLabelValues(pool) }
 
 func oneIf(b bool) float64 {
 	if b {

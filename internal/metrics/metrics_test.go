@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -104,4 +105,43 @@ func TestConfigReasonHasNoSeriesWithoutAPhase(t *testing.T) {
 	expectScrape(t, "Drifted", [3]string{name, "Drifted", "DriftDetected"})
 	Observe(&advisorv1alpha1.VirtPlatformConfig{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	expectScrape(t, "no phase")
+}
+
+const poolPausedMetric = "virt_advisor_pool_paused_since_timestamp_seconds"
+
+// expectPausedPools checks what the registry exposes of
+// virt_advisor_pool_paused_since_timestamp_seconds: one series per pool, with its value.
+func expectPausedPools(t *testing.T, step string, pools ...string) {
+	t.Helper()
+	var b strings.Builder
+	if len(pools) > 0 {
+		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s gauge\n", poolPausedMetric, poolPausedSinceHelp, poolPausedMetric)
+	}
+	for i := 0; i+1 < len(pools); i += 2 {
+		fmt.Fprintf(&b, "%s{pool=%q} %s\n", poolPausedMetric, pools[i], pools[i+1])
+	}
+	if err := testutil.GatherAndCompare(crmetrics.Registry, strings.NewReader(b.String()), poolPausedMetric); err != nil {
+		t.Errorf("%s: %v", step, err)
+	}
+}
+
+func TestPoolPausedSinceIsTheUnixTimeOfThePauseWhileTheOperatorHoldsThePool(t *testing.T) {
+	t.Cleanup(func() { PoolResumed("worker"); PoolResumed("infra") })
+	paused := time.Date(2026, time.November, 28, 2, 0, 0, 0, time.UTC) // Unix 1795831200
+	expectPausedPools(t, "nothing paused")
+
+	PoolPaused("worker", paused)
+	// Whole seconds: 1795831290.5 is exposed as 1795831290.
+	PoolPaused("infra", paused.Add(90*time.Second+500*time.Millisecond))
+	expectPausedPools(t, "two pools paused", "infra", "1795831290", "worker", "1795831200")
+
+	// A restarted operator reports the pause it recorded, not the time it restarted.
+	PoolPaused("worker", paused)
+	expectPausedPools(t, "reported again", "infra", "1795831290", "worker", "1795831200")
+
+	PoolResumed("worker")
+	expectPausedPools(t, "worker resumed", "infra", "1795831290")
+	PoolResumed("infra")
+	PoolResumed("never-paused")
+	expectPausedPools(t, "all resumed")
 }

@@ -80,6 +80,10 @@ func TestEveryAlertIsNamedLabelledAndAnnotated(t *testing.T) {
 			if strings.Contains(a.Expr, "virt_advisor_config_") && !strings.Contains(a.Annotations["description"], "{{ $labels.name }}") {
 				t.Errorf("description does not name the config ({{ $labels.name }}): %q", a.Annotations["description"])
 			}
+			// An alert about a MachineConfigPool must say which pool it is about.
+			if strings.Contains(a.Expr, "virt_advisor_pool_") && !strings.Contains(a.Annotations["description"], "{{ $labels.pool }}") {
+				t.Errorf("description does not name the pool ({{ $labels.pool }}): %q", a.Annotations["description"])
+			}
 		})
 	}
 }

@@ -407,11 +407,11 @@ func (r *VirtPlatformConfigReconciler) resumePool(ctx context.Context, s *scope,
 	}
 	ro = &s.vpc.Status.Rollouts[k]
 	ro.PauseState = advisorv1alpha1.PauseResumed
-	metrics.PoolResumed(ro.Pool)
 	if len(others) > 0 {
 		s.note(corev1.EventTypeNormal, advisorv1alpha1.EventPoolResumed,
 			"MachineConfigPool %s stays paused for the batch of %s", ro.Pool, strings.Join(others, ", "))
 	} else {
+		metrics.PoolResumed(ro.Pool)
 		s.note(corev1.EventTypeNormal, advisorv1alpha1.EventPoolResumed, "resumed MachineConfigPool %s", ro.Pool)
 	}
 	return ctrl.Result{RequeueAfter: immediately}, nil
@@ -634,8 +634,20 @@ func (r *VirtPlatformConfigReconciler) releaseDeleted(ctx context.Context, name 
 		if _, err := r.writePool(ctx, nil, name, pool, others, len(others) > 0); err != nil {
 			return err
 		}
-		metrics.PoolResumed(pool.GetName())
+		if len(others) == 0 {
+			metrics.PoolResumed(pool.GetName())
+		}
 		logf.FromContext(ctx).Info("gave back the pause of a deleted config", "config", name, "pool", pool.GetName(), "stillPausedFor", others)
 	}
 	return nil
+}
+
+// observePauses exports the pauses a config holds, with the time they were taken (also
+// after a restart), for the alert on pools paused too long.
+func observePauses(vpc *advisorv1alpha1.VirtPlatformConfig) {
+	for _, ro := range vpc.Status.Rollouts {
+		if ro.PauseState == advisorv1alpha1.PausePaused && ro.PausedAt != nil {
+			metrics.PoolPaused(ro.Pool, ro.PausedAt.Time)
+		}
+	}
 }

@@ -154,6 +154,7 @@ func (r *VirtPlatformConfigReconciler) persist(ctx context.Context, s *scope, st
 	s.recordEvents(r.Recorder)
 	r.watches.track(s.vpc)
 	metrics.Observe(s.vpc)
+	observePauses(s.vpc)
 	return nil
 }
 

@@ -212,6 +212,17 @@ $(HELM): | $(LOCALBIN)
 	GOBIN="$(LOCALBIN)/.helm" go install -ldflags "-X helm.sh/helm/v4/internal/version.version=$(HELM_VERSION)" helm.sh/helm/v4/cmd/helm@$(HELM_VERSION)
 	mv "$(LOCALBIN)/.helm/helm" "$(HELM)" && rm -rf "$(LOCALBIN)/.helm"
 
+# kubebuilder, built from its pinned Go module, for its helm/v2-alpha plugin (make build-installer
+# writes dist/chart with it). The version is stamped in as kubebuilder's release builds do.
+KUBEBUILDER_VERSION ?= v4.10.1
+KUBEBUILDER ?= $(LOCALBIN)/kubebuilder-$(KUBEBUILDER_VERSION)
+
+.PHONY: kubebuilder
+kubebuilder: $(KUBEBUILDER) ## Build kubebuilder into bin/.
+$(KUBEBUILDER): | $(LOCALBIN)
+	GOBIN="$(LOCALBIN)/.kubebuilder" go install -ldflags "-X sigs.k8s.io/kubebuilder/v4/cmd.kubeBuilderVersion=$(KUBEBUILDER_VERSION:v%=%)" sigs.k8s.io/kubebuilder/v4@$(KUBEBUILDER_VERSION)
+	mv "$(LOCALBIN)/.kubebuilder/kubebuilder" "$(KUBEBUILDER)" && rm -rf "$(LOCALBIN)/.kubebuilder"
+
 # The envtest control plane (kube-apiserver, etcd, kubectl) built from pinned Go modules.
 ENVTEST_K8S_VERSION := $(shell cd hack/tools/kubernetes && grep -E '^require k8s.io/kubernetes ' go.mod | awk '{print $$3}')
 ENVTEST_ASSETS := $(LOCALBIN)/k8s/$(ENVTEST_K8S_VERSION)

@@ -163,12 +163,40 @@ docker-build: ## Build the operator image.
 docker-push: ## Push the operator image.
 	$(CONTAINER_TOOL) push $(IMG)
 
+# dist/chart is written by kubebuilder's helm/v2-alpha plugin from config/helm, run in copies of
+# the project (PROJECT, dist/chart) under CHART_PROJECT, so that it writes nothing but the chart
+# (run in the project it also adds a GitHub workflow). Its first run, on config/helm/main, writes
+# CHART_GENERATED, which are emptied first so that the template of an object removed from config/
+# goes too; its second run, on config/helm/roles, writes the Roles and RoleBindings, which the
+# first cannot (see config/helm/main), into templates/rbac/namespaced. The plugin keeps the files
+# it does not generate: those of dist/chart written by hand. With no ServiceMonitor in its input
+# it adds a generic one (templates/monitoring), which is removed: the chart's own is in
+# templates/prometheus. files/prometheus_rule.yaml is read by templates/prometheus/alerts.yaml.
+CHART_PROJECT := bin/chart
+CHART_GENERATED := crd rbac
+CHART_PLUGIN = "$(KUBEBUILDER)" edit --plugins=helm/v2-alpha --manifests=bin/chart/manifests.yaml --output-dir=dist
+
 .PHONY: build-installer
-build-installer: manifests generate envtest ## Write dist/install.yaml (CRD, RBAC, Deployment running IMG) and the generated templates of dist/chart.
+build-installer: manifests generate envtest kubebuilder ## Write dist/install.yaml (CRD, RBAC, Deployment running IMG) and the generated templates of dist/chart.
 	rm -rf bin/installer && mkdir -p bin/installer dist && cp -r config bin/installer/
 	sed -i 's|image: controller:latest|image: $(IMG)|' bin/installer/config/manager/manager.yaml
 	"$(KUBECTL)" kustomize bin/installer/config/default > dist/install.yaml
-	go run ./hack/chartgen -kubectl "$(KUBECTL)" -config config -chart dist/chart
+	rm -rf "$(CHART_PROJECT)"
+	for run in main roles; do \
+		mkdir -p "$(CHART_PROJECT)/$$run/bin/chart" "$(CHART_PROJECT)/$$run/dist" && cp PROJECT "$(CHART_PROJECT)/$$run/" && \
+		"$(KUBECTL)" kustomize "config/helm/$$run" > "$(CHART_PROJECT)/$$run/bin/chart/manifests.yaml"; done
+	cp -r dist/chart "$(CHART_PROJECT)/main/dist/"
+	for dir in $(CHART_GENERATED); do rm -rf "$(CHART_PROJECT)/main/dist/chart/templates/$$dir"; done
+	cd "$(CHART_PROJECT)/main" && $(CHART_PLUGIN)
+	cd "$(CHART_PROJECT)/roles" && $(CHART_PLUGIN)
+	@cmp -s PROJECT "$(CHART_PROJECT)/main/PROJECT" || { echo "PROJECT does not record the helm/v2-alpha plugin as build-installer runs it:"; \
+		diff PROJECT "$(CHART_PROJECT)/main/PROJECT"; exit 1; }
+	mkdir -p "$(CHART_PROJECT)/main/dist/chart/templates/rbac/namespaced"
+	grep -lE '^kind: (Role|RoleBinding)$$' "$(CHART_PROJECT)/roles/dist/chart/templates/rbac/"*.yaml | \
+		xargs -r cp -t "$(CHART_PROJECT)/main/dist/chart/templates/rbac/namespaced/"
+	rm -rf "$(CHART_PROJECT)/main/dist/chart/templates/monitoring"
+	mkdir -p "$(CHART_PROJECT)/main/dist/chart/files" && cp config/prometheus/prometheus_rule.yaml "$(CHART_PROJECT)/main/dist/chart/files/"
+	rm -rf dist/chart && cp -r "$(CHART_PROJECT)/main/dist/chart" dist/chart
 
 ##@ Deployment
 
@@ -212,6 +240,17 @@ helm: $(HELM) ## Build helm into bin/.
 $(HELM): | $(LOCALBIN)
 	GOBIN="$(LOCALBIN)/.helm" go install -ldflags "-X helm.sh/helm/v4/internal/version.version=$(HELM_VERSION)" helm.sh/helm/v4/cmd/helm@$(HELM_VERSION)
 	mv "$(LOCALBIN)/.helm/helm" "$(HELM)" && rm -rf "$(LOCALBIN)/.helm"
+
+# kubebuilder, built from its pinned Go module, for its helm/v2-alpha plugin (make build-installer
+# writes dist/chart with it). The version is stamped in as kubebuilder's release builds do.
+KUBEBUILDER_VERSION ?= v4.10.1
+KUBEBUILDER ?= $(LOCALBIN)/kubebuilder-$(KUBEBUILDER_VERSION)
+
+.PHONY: kubebuilder
+kubebuilder: $(KUBEBUILDER) ## Build kubebuilder into bin/.
+$(KUBEBUILDER): | $(LOCALBIN)
+	GOBIN="$(LOCALBIN)/.kubebuilder" go install -ldflags "-X sigs.k8s.io/kubebuilder/v4/cmd.kubeBuilderVersion=$(KUBEBUILDER_VERSION:v%=%)" sigs.k8s.io/kubebuilder/v4@$(KUBEBUILDER_VERSION)
+	mv "$(LOCALBIN)/.kubebuilder/kubebuilder" "$(KUBEBUILDER)" && rm -rf "$(LOCALBIN)/.kubebuilder"
 
 # The envtest control plane (kube-apiserver, etcd, kubectl) built from pinned Go modules.
 ENVTEST_K8S_VERSION := $(shell cd hack/tools/kubernetes && grep -E '^require k8s.io/kubernetes ' go.mod | awk '{print $$3}')

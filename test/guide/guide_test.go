@@ -81,7 +81,7 @@ const noNodes = "installs the operator's Deployment, which needs a cluster that 
 var untestedBlocks = map[string][]untested{
 	"getting-started.md": {
 		{text: `helm install virt-advisor-operator dist/chart \
-  --namespace virt-advisor-operator-system --create-namespace --set image.tag=<tag>
+  --namespace virt-advisor-operator-system --create-namespace --set manager.image.tag=<tag>
 kubectl label namespace virt-advisor-operator-system pod-security.kubernetes.io/enforce=restricted`,
 			reason: noNodes + "; make test-install installs the chart on a control plane"},
 		{text: `kubectl apply --server-side -f dist/install.yaml
@@ -97,8 +97,8 @@ bin/manager --namespace=virt-advisor-operator-system --metrics-bind-address=0 --
 	},
 	"alerts.md": {
 		{text: `helm upgrade virt-advisor-operator dist/chart --namespace virt-advisor-operator-system --reuse-values \
-  --set serviceMonitor.enabled=true --set prometheusRule.enabled=true \
-  --set serviceMonitor.labels.release=kube-prometheus-stack --set prometheusRule.labels.release=kube-prometheus-stack`,
+  --set prometheus.enable=true --set prometheusRule.enable=true \
+  --set prometheus.labels.release=kube-prometheus-stack --set prometheusRule.labels.release=kube-prometheus-stack`,
 			reason: "upgrades a Helm release, and the operator here was not installed with Helm (" + noNodes +
 				"); make test-install renders and installs the chart's PrometheusRule and ServiceMonitor"},
 	},

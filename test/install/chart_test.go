@@ -16,12 +16,13 @@ import (
 	"github.com/kubevirt/virt-advisor-operator/internal/testenv"
 )
 
-// helmLabels are the labels the chart adds to every object (templates/_helpers.tpl).
+// helmLabels are the labels the chart adds to every object (config/helm for the templates
+// kubebuilder's helm/v2-alpha plugin generates, templates/_helpers.tpl for the others).
 var helmLabels = []string{
 	"helm.sh/chart", "app.kubernetes.io/instance", "app.kubernetes.io/managed-by", "app.kubernetes.io/version",
 }
 
-// defaultImageRepository is the chart's default image.repository.
+// defaultImageRepository is the chart's default manager.image.repository.
 const defaultImageRepository = "quay.io/kubevirt/virt-advisor-operator"
 
 // keepPolicy is the annotation that makes `helm uninstall` leave an object in place.
@@ -122,13 +123,13 @@ var _ = Describe("The Helm chart in dist/chart", func() {
 		out, err := cmd.CombinedOutput()
 		Expect(err).NotTo(HaveOccurred(), string(out))
 		cmd = exec.Command(helmBin, "lint", "--strict", chartDir,
-			"--set", "serviceMonitor.enabled=true,prometheusRule.enabled=true",
-			"--set", "serviceMonitor.labels.release=prometheus,prometheusRule.labels.release=prometheus",
-			"--set", "priorityClassName=system-cluster-critical,extraArgs={--zap-log-level=debug}")
+			"--set", "prometheus.enable=true,prometheusRule.enable=true",
+			"--set", "prometheus.labels.release=prometheus,prometheusRule.labels.release=prometheus",
+			"--set", "manager.priorityClassName=system-cluster-critical,manager.args={--zap-log-level=debug}")
 		out, err = cmd.CombinedOutput()
 		Expect(err).NotTo(HaveOccurred(), string(out))
-		cmd = exec.Command(helmBin, "lint", "--strict", chartDir, "--set", "serviceMonitor.enabled=true",
-			"--set", "metrics.certificate=cert-manager,metrics.certManager.issuerRef.kind=ClusterIssuer,metrics.certManager.issuerRef.name=ca")
+		cmd = exec.Command(helmBin, "lint", "--strict", chartDir, "--set", "prometheus.enable=true",
+			"--set", "certManager.enable=true,certManager.issuerRef.kind=ClusterIssuer,certManager.issuerRef.name=ca")
 		out, err = cmd.CombinedOutput()
 		Expect(err).NotTo(HaveOccurred(), string(out))
 	})
@@ -138,7 +139,7 @@ var _ = Describe("The Helm chart in dist/chart", func() {
 		// The image of dist/install.yaml is IMG of `make build-installer`; the chart's default is
 		// its appVersion (checked in the next spec).
 		repository, tag := installImage()
-		chart := byRef(renderChart("--set", "image.repository="+repository, "--set", "image.tag="+tag))
+		chart := byRef(renderChart("--set", "manager.image.repository="+repository, "--set", "manager.image.tag="+tag))
 		install := byRef(readObjects(installYAML))
 
 		namespaces := ofKind(readObjects(installYAML), "Namespace")
@@ -158,20 +159,20 @@ var _ = Describe("The Helm chart in dist/chart", func() {
 			"helm uninstall must keep the CRD: deleting it deletes every VirtPlatformConfig")
 	})
 
-	It("runs the image of its appVersion unless image.tag is set", func() {
+	It("runs the image of its appVersion unless manager.image.tag is set", func() {
 		chart, err := readChartYAML()
 		Expect(err).NotTo(HaveOccurred())
 		Expect(managerContainer(renderChart())["image"]).To(Equal(defaultImageRepository + ":" + chart.AppVersion))
-		Expect(managerContainer(renderChart("--set", "image.tag=v9.9.9"))["image"]).
+		Expect(managerContainer(renderChart("--set", "manager.image.tag=v9.9.9"))["image"]).
 			To(Equal(defaultImageRepository + ":v9.9.9"))
 	})
 
 	It("contains no Namespace and nothing outside the release namespace, whatever the values", func() {
 		for _, objects := range [][]*unstructured.Unstructured{
 			renderChart(),
-			renderChart("--set", "serviceMonitor.enabled=true,prometheusRule.enabled=true"),
-			renderChart("--set", "metrics.enabled=false"),
-			renderChart("--set", "metrics.certificate=cert-manager"),
+			renderChart("--set", "prometheus.enable=true,prometheusRule.enable=true"),
+			renderChart("--set", "metrics.enable=false"),
+			renderChart("--set", "certManager.enable=true"),
 		} {
 			for _, obj := range objects {
 				Expect(obj.GetKind()).NotTo(Equal("Namespace"))
@@ -187,7 +188,7 @@ var _ = Describe("The Helm chart in dist/chart", func() {
 	It("renders the ServiceMonitor of config/prometheus, scraping the metrics Service over HTTPS "+
 		"with the service-account token only after verifying its certificate with the OpenShift service CA "+
 		"and the Service's DNS name", func() {
-		objects := renderChart("--set", "serviceMonitor.enabled=true,serviceMonitor.labels.release=prometheus")
+		objects := renderChart("--set", "prometheus.enable=true,prometheus.labels.release=prometheus")
 		monitors := ofKind(objects, "ServiceMonitor")
 		Expect(monitors).To(HaveLen(1))
 		monitor := monitors[0]
@@ -222,7 +223,7 @@ var _ = Describe("The Helm chart in dist/chart", func() {
 	})
 
 	It("verifies the Service's DNS name in the release namespace", func() {
-		objects := decodeObjects(renderInNamespace("monitoring-test", "--set", "serviceMonitor.enabled=true"))
+		objects := decodeObjects(renderInNamespace("monitoring-test", "--set", "prometheus.enable=true"))
 		monitors := ofKind(objects, "ServiceMonitor")
 		Expect(monitors).To(HaveLen(1))
 		endpoints, _, _ := unstructured.NestedSlice(monitors[0].Object, "spec", "endpoints")
@@ -243,9 +244,9 @@ var _ = Describe("The Helm chart in dist/chart", func() {
 		})))
 	})
 
-	It("with metrics.certificate=cert-manager renders a Certificate for the Service's DNS name into that Secret, "+
+	It("with certManager.enable=true renders a Certificate for the Service's DNS name into that Secret, "+
 		"signed by a self-signed Issuer, and a ServiceMonitor that trusts the CA cert-manager puts in the Secret", func() {
-		objects := renderChart("--set", "metrics.certificate=cert-manager,serviceMonitor.enabled=true")
+		objects := renderChart("--set", "certManager.enable=true,prometheus.enable=true")
 		dnsName := "virt-advisor-operator-controller-manager-metrics-service." + operatorNamespace + ".svc"
 
 		certificates := ofKind(objects, "Certificate")
@@ -269,28 +270,28 @@ var _ = Describe("The Helm chart in dist/chart", func() {
 		Expect(managerContainer(objects)["args"]).To(ContainElement("--metrics-cert-path=/var/run/secrets/metrics-cert"))
 	})
 
-	It("with metrics.certManager.issuerRef has the Certificate signed by that issuer and creates no Issuer", func() {
-		objects := renderChart("--set", "metrics.certificate=cert-manager",
-			"--set", "metrics.certManager.issuerRef.kind=ClusterIssuer,metrics.certManager.issuerRef.name=cluster-ca")
+	It("with certManager.issuerRef has the Certificate signed by that issuer and creates no Issuer", func() {
+		objects := renderChart("--set", "certManager.enable=true",
+			"--set", "certManager.issuerRef.kind=ClusterIssuer,certManager.issuerRef.name=cluster-ca")
 		Expect(ofKind(objects, "Issuer")).To(BeEmpty())
 		issuerRef, _, _ := unstructured.NestedMap(ofKind(objects, "Certificate")[0].Object, "spec", "issuerRef")
 		Expect(issuerRef).To(Equal(map[string]any{"kind": "ClusterIssuer", "name": "cluster-ca"}))
 	})
 
-	It("renders no Certificate with the default metrics.certificate=openshift", func() {
-		objects := renderChart("--set", "serviceMonitor.enabled=true")
+	It("renders no Certificate with the default certManager.enable=false", func() {
+		objects := renderChart("--set", "prometheus.enable=true")
 		Expect(ofKind(objects, "Certificate")).To(BeEmpty())
 		Expect(ofKind(objects, "Issuer")).To(BeEmpty())
 	})
 
-	It("refuses a metrics.certificate it does not know", func() {
-		_, errOut, err := renderChartRaw("--set", "metrics.certificate=self-signed")
+	It("refuses a certManager.enable that is not true or false", func() {
+		_, errOut, err := renderChartRaw("--set", "certManager.enable=self-signed")
 		Expect(err).To(HaveOccurred())
-		Expect(errOut).To(ContainSubstring(`metrics.certificate is openshift or cert-manager, not "self-signed"`))
+		Expect(errOut).To(ContainSubstring(`certManager.enable is true or false, not "self-signed"`))
 	})
 
 	It("renders the alerts of config/prometheus/prometheus_rule.yaml unchanged, their {{ $labels }} included", func() {
-		rules := ofKind(renderChart("--set", "prometheusRule.enabled=true,prometheusRule.labels.role=alert-rules"),
+		rules := ofKind(renderChart("--set", "prometheusRule.enable=true,prometheusRule.labels.role=alert-rules"),
 			"PrometheusRule")
 		Expect(rules).To(HaveLen(1))
 		Expect(rules[0].GetLabels()).To(HaveKeyWithValue("role", "alert-rules"))
@@ -304,24 +305,25 @@ var _ = Describe("The Helm chart in dist/chart", func() {
 		Expect(ofKind(objects, "PrometheusRule")).To(BeEmpty())
 	})
 
-	It("serves no metrics and has no metrics Service with metrics.enabled=false", func() {
-		objects := renderChart("--set", "metrics.enabled=false")
+	It("serves no metrics and has no metrics Service with metrics.enable=false", func() {
+		objects := renderChart("--set", "metrics.enable=false")
 		Expect(ofKind(objects, "Service")).To(BeEmpty())
 		Expect(managerContainer(objects)["args"]).To(ContainElement("--metrics-bind-address=0"))
 		Expect(managerContainer(objects)).NotTo(HaveKey("ports"))
 	})
 
 	It("refuses a ServiceMonitor when the metrics are not served over HTTPS with authentication", func() {
-		_, errOut, err := renderChartRaw("--set", "serviceMonitor.enabled=true,metrics.secure=false")
+		_, errOut, err := renderChartRaw("--set", "prometheus.enable=true,metrics.secure=false")
 		Expect(err).To(HaveOccurred())
-		Expect(errOut).To(ContainSubstring("serviceMonitor.enabled needs metrics.enabled and metrics.secure"))
+		Expect(errOut).To(ContainSubstring("prometheus.enable needs metrics.enable and metrics.secure"))
 	})
 
 	It("passes the values of the manager's flags and scheduling to the Deployment", func() {
-		objects := renderChart("--set", "replicas=2,advertiseProfiles=false,healthPollInterval=1m",
-			"--set", "priorityClassName=system-cluster-critical",
-			"--set", "extraArgs={--zap-log-level=debug}", "--set", "nodeSelector.node-role\\.kubernetes\\.io/infra=",
-			"--set", "tolerations[0].key=node-role.kubernetes.io/infra,tolerations[0].operator=Exists",
+		objects := renderChart("--set", "manager.replicas=2",
+			"--set", "manager.args={--advertise-profiles=false,--health-poll-interval=1m,--zap-log-level=debug}",
+			"--set", "manager.priorityClassName=system-cluster-critical",
+			"--set", "manager.nodeSelector.node-role\\.kubernetes\\.io/infra=",
+			"--set", "manager.tolerations[0].key=node-role.kubernetes.io/infra,manager.tolerations[0].operator=Exists",
 			"--set", "metrics.secure=false")
 		deployment := ofKind(objects, "Deployment")[0]
 		Expect(deployment.Object).To(HaveKeyWithValue("spec", HaveKeyWithValue("replicas", BeEquivalentTo(2))))

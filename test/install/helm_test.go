@@ -19,7 +19,7 @@ var _ = Describe("Installing with helm", Ordered, func() {
 		// installed are the objects of the release, as `helm get manifest` lists them.
 		installed []*unstructured.Unstructured
 	)
-	monitoring := []string{"--set", "serviceMonitor.enabled=true,prometheusRule.enabled=true"}
+	monitoring := []string{"--set", "prometheus.enable=true,prometheusRule.enable=true"}
 
 	BeforeAll(func() {
 		cp = startControlPlane(testenv.Path("test", "crds", "monitoring"))
@@ -65,8 +65,8 @@ var _ = Describe("Installing with helm", Ordered, func() {
 	It("helm upgrade to the next chart version with changed values updates the objects, the CRD included", func() {
 		next := nextChartVersion()
 		cp.helm(append([]string{"upgrade", releaseName, next, namespaceFlag,
-			"--set=replicas=2,healthPollInterval=30s,resources.limits.memory=512Mi," +
-				"serviceMonitor.labels.release=kube-prometheus-stack"},
+			"--set=manager.replicas=2,manager.args={--advertise-profiles=true,--health-poll-interval=30s}," +
+				"manager.resources.limits.memory=512Mi,prometheus.labels.release=kube-prometheus-stack"},
 			monitoring...)...)
 
 		deployment, err := cp.get(managerDeployment())
@@ -141,6 +141,6 @@ func nextChartVersion() string {
 	}
 	edit("Chart.yaml", regexp.MustCompile(`(?m)^version: .*$`), "version: 99.0.0")
 	edit(filepath.Join("templates", "crd", crdName+".yaml"),
-		regexp.MustCompile(`(?m)^    shortNames:\n    - vpc$`), "    shortNames:\n    - vpc\n    - vpcupgrade")
+		regexp.MustCompile(`(?m)^( +)shortNames:\n( +)- vpc$`), "${1}shortNames:\n${2}- vpc\n${2}- vpcupgrade")
 	return dir
 }

@@ -37,7 +37,13 @@ func tamperWithDesiredInterval(interval int64, rehash bool) {
 		it.DesiredState = &runtime.RawExtension{Raw: raw}
 	}
 	if rehash {
-		vpc.Status.PlanHash = plan.PlanHash(vpc.Status.PlanRevision, vpc.Status.Items)
+		var pauses []string
+		for _, ro := range vpc.Status.Rollouts {
+			if ro.Pause {
+				pauses = append(pauses, ro.Pool)
+			}
+		}
+		vpc.Status.PlanHash = plan.PlanHash(vpc.Status.PlanRevision, vpc.Status.Items, pauses...)
 	}
 	Expect(k8s.Status().Patch(ctx, vpc, client.MergeFrom(before))).To(Succeed())
 }

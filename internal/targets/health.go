@@ -119,6 +119,13 @@ func (p poolRollout) Check(ctx context.Context, reader client.Reader, desired *u
 	if len(pools) == 0 {
 		return Health{State: Unhealthy, Message: p.noPoolMessage(desired)}, nil
 	}
+	// A degraded pool fails the item whatever else it waits for: nothing rolls out until
+	// the pool is repaired.
+	for i := range pools {
+		if msg, degraded := degradedMessage(&pools[i]); degraded {
+			return Health{State: Unhealthy, Message: msg}, nil
+		}
+	}
 	if kc != nil {
 		if msg, processed := kubeletConfigProcessed(kc); !processed {
 			return Health{State: Waiting, Message: msg}, nil
@@ -133,9 +140,6 @@ func (p poolRollout) Check(ctx context.Context, reader client.Reader, desired *u
 	var waiting, done []string
 	for i := range pools {
 		pool := &pools[i]
-		if msg, degraded := degradedMessage(pool); degraded {
-			return Health{State: Unhealthy, Message: msg}, nil
-		}
 		source := "MachineConfig " + desired.GetName()
 		if kc != nil {
 			generated, msg, err := generatedMachineConfig(ctx, reader, kc, pool.GetName())

@@ -184,6 +184,16 @@ func TestKubeletConfigHealth(t *testing.T) {
 				Message: "MachineConfigPool worker is Degraded (DegradedReason: pool is Degraded=True): repair the pool's nodes, then approve the plan again"},
 		},
 		{
+			name: "when the pool is Degraded before the operator handled it, it should be unhealthy: nothing rolls out until the pool is repaired",
+			pool: func() pool {
+				p := updatedOn(renderedOld)
+				p.conditions = map[string]string{"Degraded": "True", "NodeDegraded": "True"}
+				return p
+			}(),
+			want: targets.Health{State: targets.Unhealthy,
+				Message: "MachineConfigPool worker is Degraded (DegradedReason: pool is Degraded=True): repair the pool's nodes, then approve the plan again"},
+		},
+		{
 			name:     "when its selector matches no pool, it should be unhealthy, naming the selector",
 			selector: map[string]any{poolLabel + "infra": ""},
 			pool:     updatedOn(renderedOld),

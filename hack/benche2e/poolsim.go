@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	ign "github.com/coreos/ignition/v2/config/v3_5"
+	igntypes "github.com/coreos/ignition/v2/config/v3_5/types"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -27,16 +29,16 @@ import (
 const roleLabel = "machineconfiguration.openshift.io/role"
 
 // poolSim plays the Machine Config Operator for one MachineConfigPool, as
-// hack/simulate-pool-rollout.sh does: it turns the KubeletConfigs that select the pool into
-// the MachineConfig 99-<pool>-generated-kubelet, renders the MachineConfigs the pool selects
-// into rendered-<pool>-<hash>, points the pool at it and reports every machine updated, i.e.
-// a roll-out that finishes at once. During a run the pool is rolled out as soon as a
-// MachineConfig or KubeletConfig of the plan exists, with no other write before it: the
-// rendered MachineConfig itself is only created for the baseline, before the manager
-// starts, so the simulator adds no delay of its own to the apply stage. Like the Machine
-// Config Operator, it reads what it judges from informers (started by start, before the
-// manager), so its only requests during a stage are its writes: the API server's time in a
-// stage goes to the manager and to the roll-out itself.
+// hack/simulate-pool-rollout.sh does: it turns each KubeletConfig that selects the pool into
+// a MachineConfig 99-<pool>-generated-kubelet[-<n>] controlled by it, renders the
+// MachineConfigs the pool selects into rendered-<pool>-<hash> holding their merged content,
+// points the pool at it and reports every machine updated, i.e. a roll-out that finishes at
+// once. During a run the pool is rolled out as soon as a MachineConfig or KubeletConfig of
+// the plan exists: the rendered MachineConfig is created then, as the operator creates it,
+// since the operator's health check reads what it holds. Like the Machine Config Operator,
+// it reads what it judges from informers (started by start, before the manager), so its
+// only requests during a stage are its writes: the API server's time in a stage goes to the
+// manager and to the roll-out itself.
 type poolSim struct {
 	dyn      dynamic.Interface
 	pool     string
@@ -45,8 +47,8 @@ type poolSim struct {
 	kubeletConfigs bool
 	// fingerprint is that of the MachineConfigs of the last render.
 	fingerprint string
-	// kubeletSpecs are the specs of the KubeletConfigs in the generated kubelet
-	// MachineConfig last written ("" when there is none).
+	// kubeletSpecs are the names, UIDs and specs of the KubeletConfigs of the generated
+	// kubelet MachineConfigs last written ("" when there are none).
 	kubeletSpecs string
 	// reported is the generation of each KubeletConfig last reported Success, so that a
 	// report the informer has not delivered yet is not sent twice.
@@ -141,10 +143,11 @@ func cachedList(l cache.GenericLister, selector labels.Selector) ([]unstructured
 }
 
 // render brings the pool onto the rendered configuration of its current MachineConfigs
-// (as the informers last reported them) and reports it Updated; with createRendered it
-// creates that rendered MachineConfig first. It writes nothing when those MachineConfigs
-// (names and resourceVersions) are the ones of the last render.
-func (s *poolSim) render(ctx context.Context, createRendered bool) (bool, error) {
+// (as the informers last reported them) and reports it Updated, creating that rendered
+// MachineConfig first, holding their merged content as the Machine Config Operator's does
+// (the operator's health check reads it). It writes nothing when those MachineConfigs (names
+// and resourceVersions) are the ones of the last render.
+func (s *poolSim) render(ctx context.Context) (bool, error) {
 	pool, err := cached(s.pools, s.pool)
 	if err != nil {
 		return false, fmt.Errorf("MachineConfigPool %s: %w", s.pool, err)
@@ -164,37 +167,30 @@ func (s *poolSim) render(ctx context.Context, createRendered bool) (bool, error)
 
 	h := sha256.New()
 	source := make([]any, 0, len(configs))
-	kernelArgs := []any{}
 	for _, mc := range configs {
 		_, _ = fmt.Fprintf(h, "%s %s\n", mc.GetName(), mc.GetResourceVersion())
 		source = append(source, map[string]any{
 			"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig", "name": mc.GetName(),
 		})
-		args, _, _ := unstructured.NestedStringSlice(mc.Object, "spec", "kernelArguments")
-		for _, a := range args {
-			kernelArgs = append(kernelArgs, a)
-		}
 	}
 	fingerprint := hex.EncodeToString(h.Sum(nil))
 	if fingerprint == s.fingerprint {
 		return false, nil
 	}
 	rendered := "rendered-" + s.pool + "-" + fingerprint[:16]
-
-	if createRendered {
-		renderedMC := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "machineconfiguration.openshift.io/v1",
-			"kind":       "MachineConfig",
-			"metadata":   map[string]any{"name": rendered, "labels": map[string]any{roleLabel: role}},
-			"spec": map[string]any{
-				"config":          map[string]any{"ignition": map[string]any{"version": "3.2.0"}},
-				"kernelArguments": kernelArgs,
-			},
-		}}
-		_, err = s.dyn.Resource(mcGVR).Create(ctx, renderedMC, metav1.CreateOptions{FieldManager: fieldManager})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			return false, fmt.Errorf("create MachineConfig %s: %w", rendered, err)
-		}
+	spec, err := mergedSpec(configs)
+	if err != nil {
+		return false, err
+	}
+	renderedMC := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "machineconfiguration.openshift.io/v1",
+		"kind":       "MachineConfig",
+		"metadata":   map[string]any{"name": rendered, "labels": map[string]any{roleLabel: role}},
+		"spec":       spec,
+	}}
+	_, err = s.dyn.Resource(mcGVR).Create(ctx, renderedMC, metav1.CreateOptions{FieldManager: fieldManager})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return false, fmt.Errorf("create MachineConfig %s: %w", rendered, err)
 	}
 
 	configuration := map[string]any{"name": rendered, "source": source}
@@ -225,6 +221,58 @@ func (s *poolSim) render(ctx context.Context, createRendered bool) (bool, error)
 	}
 	s.fingerprint = fingerprint
 	return true, nil
+}
+
+// mergedSpec merges the MachineConfigs, sorted by name, as MergeMachineConfigs of the
+// Machine Config Operator does: their Ignition configs in order (Ignition's merge), kernel
+// arguments without repeats, extensions, FIPS if any asks, the realtime kernel if any asks.
+func mergedSpec(configs []unstructured.Unstructured) (map[string]any, error) {
+	merged := igntypes.Config{Ignition: igntypes.Ignition{Version: igntypes.MaxVersion.String()}}
+	kernelArgs, extensions := []any{}, []any{}
+	seen := map[string]bool{}
+	fips, kernelType := false, "default"
+	for _, mc := range configs {
+		if config, ok, _ := unstructured.NestedMap(mc.Object, "spec", "config"); ok && len(config) > 0 {
+			raw, err := json.Marshal(config)
+			if err != nil {
+				return nil, err
+			}
+			cfg, _, err := ign.ParseCompatibleVersion(raw)
+			if err != nil {
+				return nil, fmt.Errorf("the Ignition config of MachineConfig %s: %w", mc.GetName(), err)
+			}
+			merged = ign.Merge(merged, cfg)
+		}
+		args, _, _ := unstructured.NestedStringSlice(mc.Object, "spec", "kernelArguments")
+		for _, a := range args {
+			if !seen[a] {
+				seen[a] = true
+				kernelArgs = append(kernelArgs, a)
+			}
+		}
+		exts, _, _ := unstructured.NestedStringSlice(mc.Object, "spec", "extensions")
+		for _, e := range exts {
+			extensions = append(extensions, e)
+		}
+		if f, _, _ := unstructured.NestedBool(mc.Object, "spec", "fips"); f {
+			fips = true
+		}
+		if t, _, _ := unstructured.NestedString(mc.Object, "spec", "kernelType"); t == "realtime" {
+			kernelType = t
+		}
+	}
+	raw, err := json.Marshal(merged)
+	if err != nil {
+		return nil, err
+	}
+	config := map[string]any{}
+	if err := json.Unmarshal(raw, &config); err != nil {
+		return nil, err
+	}
+	return map[string]any{
+		"config": config, "kernelArguments": kernelArgs, "extensions": extensions,
+		"fips": fips, "kernelType": kernelType,
+	}, nil
 }
 
 // patch merge-patches the pool (or one of its subresources).
@@ -276,7 +324,7 @@ func (s *poolSim) rollOut(ctx context.Context) error {
 	if err := s.syncKubeletConfigs(ctx); err != nil {
 		return err
 	}
-	changed, err := s.render(ctx, false)
+	changed, err := s.render(ctx)
 	if err != nil {
 		return err
 	}
@@ -286,11 +334,13 @@ func (s *poolSim) rollOut(ctx context.Context) error {
 	return nil
 }
 
-// syncKubeletConfigs plays the kubelet config controller of the Machine Config Operator: the
-// KubeletConfigs whose machineConfigPoolSelector selects the pool become one MachineConfig,
-// 99-<pool>-generated-kubelet, whose file holds their specs (so a changed KubeletConfig
-// changes it), and each is reported Success; with none, that MachineConfig is deleted. It
-// writes the MachineConfig only when those specs changed since the last write.
+// syncKubeletConfigs plays the kubelet config controller of the Machine Config Operator: each
+// KubeletConfig whose machineConfigPoolSelector selects the pool becomes a MachineConfig
+// controlled by it, 99-<pool>-generated-kubelet for the first by name and
+// 99-<pool>-generated-kubelet-<n> for the next ones, whose file holds its spec (so a changed
+// KubeletConfig changes it), and each is reported Success; generated MachineConfigs no
+// KubeletConfig selects any more are deleted. It writes the MachineConfigs only when those
+// specs changed since the last write.
 func (s *poolSim) syncKubeletConfigs(ctx context.Context) error {
 	if !s.kubeletConfigs {
 		return nil
@@ -306,9 +356,12 @@ func (s *poolSim) syncKubeletConfigs(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("MachineConfigPool %s: %w", s.pool, err)
 	}
+	role, _, _ := unstructured.NestedString(pool.Object, "spec", "machineConfigSelector", "matchLabels", roleLabel)
 	sort.Slice(list, func(i, j int) bool { return list[i].GetName() < list[j].GetName() })
 	var selected []unstructured.Unstructured
 	var specs strings.Builder
+	generated := map[string]string{}
+	prefix := "99-" + s.pool + "-generated-kubelet"
 	for _, kc := range list {
 		if !targets.KubeletConfigSelects(pool, &kc) {
 			continue
@@ -317,21 +370,37 @@ func (s *poolSim) syncKubeletConfigs(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("KubeletConfig %s: %w", kc.GetName(), err)
 		}
+		name := prefix
+		if len(selected) > 0 {
+			name = fmt.Sprintf("%s-%d", prefix, len(selected))
+		}
 		selected = append(selected, kc)
-		_, _ = fmt.Fprintf(&specs, "%s %s\n", kc.GetName(), spec)
+		generated[name] = kc.GetName()
+		_, _ = fmt.Fprintf(&specs, "%s %s %s %s\n", name, kc.GetName(), kc.GetUID(), spec)
 	}
 
-	name := "99-" + s.pool + "-generated-kubelet"
 	if specs.String() != s.kubeletSpecs {
-		if specs.Len() == 0 {
-			err := s.dyn.Resource(mcGVR).Delete(ctx, name, metav1.DeleteOptions{})
-			if err != nil && !apierrors.IsNotFound(err) {
-				return fmt.Errorf("delete MachineConfig %s: %w", name, err)
+		for i, kc := range selected {
+			name := prefix
+			if i > 0 {
+				name = fmt.Sprintf("%s-%d", prefix, i)
 			}
-		} else {
-			role, _, _ := unstructured.NestedString(pool.Object, "spec", "machineConfigSelector", "matchLabels", roleLabel)
-			if err := s.applyGeneratedKubelet(ctx, name, role, specs.String()); err != nil {
+			spec, _ := json.Marshal(kc.Object["spec"])
+			if err := s.applyGeneratedKubelet(ctx, name, role, &kc, fmt.Sprintf("%s %s\n", kc.GetName(), spec)); err != nil {
 				return err
+			}
+		}
+		mcs, err := cachedList(s.machineConfigs, labels.Everything())
+		if err != nil {
+			return err
+		}
+		for _, mc := range mcs {
+			name := mc.GetName()
+			if _, kept := generated[name]; kept || (name != prefix && !strings.HasPrefix(name, prefix+"-")) {
+				continue
+			}
+			if err := s.dyn.Resource(mcGVR).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("delete MachineConfig %s: %w", name, err)
 			}
 		}
 		s.kubeletSpecs = specs.String()
@@ -362,13 +431,22 @@ func (s *poolSim) syncKubeletConfigs(ctx context.Context) error {
 	return nil
 }
 
-// applyGeneratedKubelet server-side applies the generated kubelet MachineConfig of the pool's
-// role, its kubelet.conf file holding specs.
-func (s *poolSim) applyGeneratedKubelet(ctx context.Context, name, role, specs string) error {
+// applyGeneratedKubelet server-side applies the MachineConfig generated from the
+// KubeletConfig kc for the pool's role, controlled by kc, its kubelet.conf file holding
+// contents.
+func (s *poolSim) applyGeneratedKubelet(ctx context.Context, name, role string,
+	kc *unstructured.Unstructured, contents string) error {
 	mc := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "machineconfiguration.openshift.io/v1",
 		"kind":       "MachineConfig",
-		"metadata":   map[string]any{"name": name, "labels": map[string]any{roleLabel: role}},
+		"metadata": map[string]any{
+			"name":   name,
+			"labels": map[string]any{roleLabel: role},
+			"ownerReferences": []any{map[string]any{
+				"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "KubeletConfig",
+				"name": kc.GetName(), "uid": string(kc.GetUID()), "controller": true, "blockOwnerDeletion": true,
+			}},
+		},
 		"spec": map[string]any{
 			"config": map[string]any{
 				"ignition": map[string]any{"version": "3.2.0"},
@@ -377,7 +455,7 @@ func (s *poolSim) applyGeneratedKubelet(ctx context.Context, name, role, specs s
 					"mode":      int64(420),
 					"overwrite": true,
 					"contents": map[string]any{
-						"source": "data:text/plain;charset=utf-8;base64," + base64.StdEncoding.EncodeToString([]byte(specs)),
+						"source": "data:text/plain;charset=utf-8;base64," + base64.StdEncoding.EncodeToString([]byte(contents)),
 					},
 				}}},
 			},

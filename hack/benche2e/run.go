@@ -80,7 +80,7 @@ func runOnce(ctx context.Context, opts *options, pc profileCase, n int) (res run
 	if err := sim.start(simCtx, vpc.GetName()); err != nil {
 		return res, err
 	}
-	if _, err := sim.render(ctx, true); err != nil {
+	if _, err := sim.render(ctx); err != nil {
 		return res, err
 	}
 	for _, obj := range others {

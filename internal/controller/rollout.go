@@ -9,9 +9,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
@@ -100,9 +102,14 @@ func (r *VirtPlatformConfigReconciler) forecast(ctx context.Context, s *scope) e
 	for _, ro := range st.Rollouts {
 		previous[ro.Pool] = ro
 	}
-	var rollouts []advisorv1alpha1.PoolRollout
-	byPool := map[string]*advisorv1alpha1.PoolRollout{}
+	type poolChanges struct {
+		pool    *unstructured.Unstructured
+		items   []string
+		changes []targets.NodeChange
+	}
+	var byPool []*poolChanges
 	var pools []unstructured.Unstructured
+	var policy *targets.DisruptionPolicy
 	listed := false
 	for _, it := range st.Items {
 		if !rollsOut(it) || it.State != advisorv1alpha1.ItemPending || it.Change == advisorv1alpha1.ChangeNone {
@@ -113,43 +120,48 @@ func (r *VirtPlatformConfigReconciler) forecast(ctx context.Context, s *scope) e
 			if pools, _, err = targets.ListPools(ctx, r.APIReader); err != nil {
 				return err
 			}
+			if policy, err = targets.ReadDisruptionPolicy(ctx, r.APIReader); err != nil {
+				return err
+			}
 			listed = true
 		}
 		desired, err := plan.DesiredObject(it)
 		if err != nil {
 			return err
 		}
+		change, err := r.nodeChange(ctx, desired)
+		if err != nil {
+			return err
+		}
+		if change.IsEmpty() {
+			continue
+		}
 		for i := range pools {
-			pool := &pools[i]
-			if !targets.PoolRendersFrom(pool, desired) {
+			if !targets.PoolRendersFrom(&pools[i], desired) {
 				continue
 			}
-			ro := byPool[pool.GetName()]
-			if ro == nil {
-				nodes, maxUnavailable, waves := targets.PoolSize(pool)
-				rollouts = append(rollouts, advisorv1alpha1.PoolRollout{Pool: pool.GetName(), Nodes: nodes,
-					MaxUnavailable: maxUnavailable, Waves: waves, Pause: true})
-				ro = &rollouts[len(rollouts)-1]
-				byPool[pool.GetName()] = ro
+			k := slices.IndexFunc(byPool, func(pc *poolChanges) bool { return pc.pool.GetName() == pools[i].GetName() })
+			if k < 0 {
+				byPool = append(byPool, &poolChanges{pool: &pools[i]})
+				k = len(byPool) - 1
 			}
-			ro.Items = append(ro.Items, it.Name)
-			reboot, why := disruptionOf(it)
-			ro.Reboot = ro.Reboot || reboot
-			ro.Reasons = append(ro.Reasons, why...)
+			byPool[k].items = append(byPool[k].items, it.Name)
+			byPool[k].changes = append(byPool[k].changes, change)
 		}
 	}
-	// byPool points into rollouts: appending above may have moved them, so read back by
-	// name from here on.
-	for i := range rollouts {
-		ro := &rollouts[i]
-		ro.EstimatedDuration = r.estimate(ctx, s, *ro, previous[ro.Pool])
-		if prev, ok := previous[ro.Pool]; ok && holdsPause(prev) {
+	var rollouts []advisorv1alpha1.PoolRollout
+	for _, pc := range byPool {
+		f := targets.ForecastPool(pc.pool, pc.changes, policy)
+		ro := advisorv1alpha1.PoolRollout{Pool: f.Pool, Items: pc.items, Nodes: f.Nodes, MaxUnavailable: f.MaxUnavailable,
+			Waves: f.Waves, Reboot: f.Reboot, Reasons: f.Reasons, Pause: true}
+		prev, had := previous[ro.Pool]
+		if had && holdsPause(prev) {
 			ro.PauseState, ro.PausedAt = prev.PauseState, prev.PausedAt
 		}
-		if prev, ok := previous[ro.Pool]; ok {
-			ro.SecondsPerNode = prev.SecondsPerNode
-		}
+		ro.SecondsPerNode = prev.SecondsPerNode
+		ro.EstimatedDuration = r.estimate(ctx, s, ro)
 		delete(previous, ro.Pool)
+		rollouts = append(rollouts, ro)
 	}
 	for _, prev := range previous {
 		if holdsPause(prev) {
@@ -164,15 +176,25 @@ func (r *VirtPlatformConfigReconciler) forecast(ctx context.Context, s *scope) e
 	return nil
 }
 
-// disruptionOf judges what applying an item does to the nodes of its pools.
-func disruptionOf(it advisorv1alpha1.PlanItem) (bool, []string) {
-	return true, []string{fmt.Sprintf("%s %s changes the nodes' configuration", it.TargetRef.Kind, it.TargetRef.Name)}
+// nodeChange is what applying desired changes on the nodes of its pools, against the live
+// object (absent: created).
+func (r *VirtPlatformConfigReconciler) nodeChange(ctx context.Context, desired *unstructured.Unstructured) (targets.NodeChange, error) {
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(desired.GroupVersionKind())
+	err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(desired), live)
+	switch {
+	case apierrors.IsNotFound(err):
+		live = nil
+	case err != nil:
+		return targets.NodeChange{}, fmt.Errorf("read %s: %w", targets.Describe(desired), err)
+	}
+	return targets.ChangeOfObject(live, desired)
 }
 
 // estimate is the expected duration of a pool's rollout from the time per node measured
 // in an earlier rollout of the pool, by this config or another one.
-func (r *VirtPlatformConfigReconciler) estimate(ctx context.Context, s *scope, ro, previous advisorv1alpha1.PoolRollout) string {
-	perNode := previous.SecondsPerNode
+func (r *VirtPlatformConfigReconciler) estimate(ctx context.Context, s *scope, ro advisorv1alpha1.PoolRollout) string {
+	perNode := ro.SecondsPerNode
 	if perNode == 0 {
 		configs := &advisorv1alpha1.VirtPlatformConfigList{}
 		if err := r.Client.List(ctx, configs); err == nil {

@@ -19,8 +19,10 @@ const (
 	Unhealthy = targets.Unhealthy
 )
 
-// HealthBaseline reads what the item's health check compares against; it is taken, and
-// persisted, before the apply.
+// HealthBaseline reads, before the apply, what each pool that rolls the item out targets
+// (see targets.HealthCheck); it is persisted with the item and names the pools in the
+// message shown right after the apply. The health check judges by content and does not
+// need it.
 func (e *Engine) HealthBaseline(ctx context.Context, item advisorv1alpha1.PlanItem) (string, error) {
 	if item.Action == advisorv1alpha1.ItemActionRelease {
 		return "", nil
@@ -32,8 +34,8 @@ func (e *Engine) HealthBaseline(ctx context.Context, item advisorv1alpha1.PlanIt
 	return targets.HealthCheckFor(desired.GroupVersionKind().GroupKind()).Baseline(ctx, e.reader(), desired)
 }
 
-// NeedsBaseline tells whether an item's health check compares against a baseline that has
-// to be taken before its apply (a rollout to nodes).
+// NeedsBaseline tells whether an item rolls out to nodes, so that its baseline is taken
+// before its apply.
 func NeedsBaseline(item advisorv1alpha1.PlanItem) bool {
 	if item.Action == advisorv1alpha1.ItemActionRelease {
 		return false

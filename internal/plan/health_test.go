@@ -98,9 +98,28 @@ func render(p *unstructured.Unstructured, rendered string, sources ...string) {
 
 var updatedTrue = map[string]string{"Updated": "True", "Updating": "False", "Degraded": "False"}
 
+// renderedConfig is the rendered MachineConfig the Machine Config Operator would have made
+// of MachineConfigs adding kernelArguments, as the pool's status names it.
+func renderedConfig(name string, kernelArguments ...any) *unstructured.Unstructured {
+	mc := object(`
+apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfig
+metadata:
+  name: ` + name + `
+spec:
+  config:
+    ignition:
+      version: 3.5.0
+  kernelType: default
+`)
+	Expect(unstructured.SetNestedSlice(mc.Object, kernelArguments, "spec", "kernelArguments")).To(Succeed())
+	return mc
+}
+
 // The engine's side of health: the baseline recorded before the apply, waitTimeout, and an
 // apply that changes no spec. What each health check makes of a pool's state is the table
-// tests of internal/targets (health_test.go).
+// tests of internal/targets (health_test.go): a rollout is judged by what the rendered
+// configuration the pool runs holds, so the rendered MachineConfigs exist here too.
 var _ = Describe("Engine.CheckHealth", func() {
 	var (
 		worker    *unstructured.Unstructured
@@ -115,9 +134,14 @@ var _ = Describe("Engine.CheckHealth", func() {
 	}
 	checkNow := func() plan.Health { return check(0, appliedAt.Add(time.Minute)) }
 
-	// Before each spec: a worker pool that is fully updated to its old configuration, and
-	// the PSI MachineConfig applied through the engine, which records the baseline.
+	// Before each spec: a worker pool that is fully updated to its old configuration (which
+	// lacks psi=1), the new one rendered with the PSI MachineConfig, and the PSI
+	// MachineConfig applied through the engine, which records the baseline.
 	BeforeEach(func() {
+		for _, r := range []*unstructured.Unstructured{renderedConfig(renderedOld), renderedConfig(renderedNew, "psi=1")} {
+			Expect(k8sClient.Create(ctx, r)).To(Succeed())
+			cleanUp(r)
+		}
 		worker = pool("worker", "worker", renderedOld, baseMC)
 		Expect(k8sClient.Create(ctx, worker)).To(Succeed())
 		cleanUp(worker)
@@ -140,9 +164,27 @@ var _ = Describe("Engine.CheckHealth", func() {
 		Expect(item.HealthBaseline).To(Equal("worker=" + renderedOld))
 	})
 
-	It("is Healthy once the pool rendered a new configuration listing the MachineConfig, observed it and is Updated", func() {
+	It("is Healthy once the pool runs, on every machine, a rendered configuration holding the MachineConfig's content, observed its spec and is Updated", func() {
 		render(worker, renderedNew, baseMC, psiMC)
 		report(worker, poolStatus{rendered: renderedNew, sources: []string{baseMC, psiMC}, conditions: updatedTrue, updated: 3, machines: 3})
+
+		h := checkNow()
+
+		Expect(h.State).To(Equal(plan.Healthy))
+		Expect(h.Message).To(Equal("MachineConfigPool worker updated to " + renderedNew + " (3/3 machines)"))
+	})
+
+	It("keeps Waiting, saying what the configuration the pool runs lacks, until the pool runs one that holds the MachineConfig's content", func() {
+		h := checkNow()
+
+		Expect(h.State).To(Equal(plan.Waiting))
+		Expect(h.Message).To(Equal("MachineConfigPool worker runs " + renderedOld + ", which lacks kernel argument psi=1 of MachineConfig " + psiMC))
+	})
+
+	It("is Healthy when the pool runs the configuration the baseline names and it holds the content, as after a correction that renders the name of before", func() {
+		render(worker, renderedNew, baseMC, psiMC)
+		report(worker, poolStatus{rendered: renderedNew, sources: []string{baseMC, psiMC}, conditions: updatedTrue, updated: 3, machines: 3})
+		item.HealthBaseline = "worker=" + renderedNew
 
 		h := checkNow()
 

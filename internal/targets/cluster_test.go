@@ -49,6 +49,9 @@ func (c *cluster) Get(_ context.Context, key client.ObjectKey, obj client.Object
 	if _, ok := obj.(*apiextensionsv1.CustomResourceDefinition); ok {
 		kind = "CustomResourceDefinition"
 	}
+	if c.notServed[kind] {
+		return &meta.NoKindMatchError{GroupKind: obj.GetObjectKind().GroupVersionKind().GroupKind()}
+	}
 	for _, o := range c.objects {
 		if o.GetKind() != kind || o.GetNamespace() != key.Namespace || o.GetName() != key.Name {
 			continue

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -35,12 +36,12 @@ type Health struct {
 
 // HealthCheck tells whether an applied object of one kind took effect.
 type HealthCheck interface {
-	// Baseline reads, just before the apply, what Check compares against later (for a
-	// MachineConfig: the rendered configuration each pool targets), so that a rollout
-	// finished before the apply proves nothing.
+	// Baseline reads, just before the apply, what each pool that rolls the object out
+	// targets (pool=rendered configuration, comma-separated): what AwaitingRender shows the
+	// moment after the apply. Check does not need it.
 	Baseline(ctx context.Context, reader client.Reader, desired *unstructured.Unstructured) (string, error)
-	// Check judges the object now; baseline is what Baseline returned ("" when the apply
-	// changed no spec, so nothing new has to roll out).
+	// Check judges the object now; baseline is what Baseline returned, or "" (the rollout
+	// checks judge by content, and judge the same with or without it).
 	Check(ctx context.Context, reader client.Reader, desired *unstructured.Unstructured, baseline string) (Health, error)
 }
 
@@ -50,9 +51,9 @@ type HealthCheck interface {
 func HealthCheckFor(gk schema.GroupKind) HealthCheck {
 	switch gk {
 	case MachineConfig.GroupKind():
-		return poolRollout{selects: machineConfigSelects, describe: "MachineConfig"}
+		return poolRollout{selects: machineConfigSelects}
 	case KubeletConfig.GroupKind():
-		return poolRollout{selects: KubeletConfigSelects, describe: "KubeletConfig", failure: kubeletConfigFailure}
+		return poolRollout{selects: KubeletConfigSelects, kubeletConfig: true}
 	}
 	return applied{}
 }
@@ -68,15 +69,15 @@ func (applied) Check(_ context.Context, _ client.Reader, desired *unstructured.U
 	return Health{State: Healthy, Message: Describe(desired) + " applied"}, nil
 }
 
-// poolRollout waits until every MachineConfigPool the object applies to has rendered a new
-// configuration (when the apply changed the object's spec), observed its latest spec and
-// reports Updated; a degraded pool, or no pool at all, is Unhealthy.
+// poolRollout waits until every MachineConfigPool the object applies to runs, on all its
+// machines, a rendered configuration that holds the object's content; a degraded pool, or
+// no pool at all, is Unhealthy.
 type poolRollout struct {
-	describe string
 	// selects tells whether the pool rolls the object out.
 	selects func(pool, obj *unstructured.Unstructured) bool
-	// failure reports a failure the object's own status shows ("" when none).
-	failure func(live *unstructured.Unstructured) string
+	// kubeletConfig is set for a KubeletConfig, whose content is the MachineConfig the
+	// Machine Config Operator generates from it, and whose own status reports failures.
+	kubeletConfig bool
 }
 
 func (p poolRollout) Baseline(ctx context.Context, reader client.Reader, desired *unstructured.Unstructured) (string, error) {
@@ -92,20 +93,19 @@ func (p poolRollout) Baseline(ctx context.Context, reader client.Reader, desired
 	return strings.Join(pairs, ","), nil
 }
 
-func (p poolRollout) Check(ctx context.Context, reader client.Reader, desired *unstructured.Unstructured, baseline string) (Health, error) {
-	before := parseBaseline(baseline)
-	if p.failure != nil {
-		live := &unstructured.Unstructured{}
-		live.SetGroupVersionKind(desired.GroupVersionKind())
-		err := reader.Get(ctx, client.ObjectKeyFromObject(desired), live)
-		if client.IgnoreNotFound(err) != nil {
-			return Health{}, fmt.Errorf("read %s: %w", Describe(desired), err)
+// Check judges the object by content: every pool that rolls it out must run, on all its
+// machines, a rendered configuration that holds what the object puts on a node. baseline is
+// not needed: a pool that runs such a configuration has rolled it out, whatever it ran
+// before the apply, and a rendered name equal to the one before proves nothing either way
+// (a correction that restores earlier content renders the earlier name again).
+func (p poolRollout) Check(ctx context.Context, reader client.Reader, desired *unstructured.Unstructured, _ string) (Health, error) {
+	var kc *unstructured.Unstructured
+	if p.kubeletConfig {
+		live, h, err := readKubeletConfig(ctx, reader, desired)
+		if err != nil || live == nil {
+			return h, err
 		}
-		if err == nil {
-			if failed := p.failure(live); failed != "" {
-				return Health{State: Unhealthy, Message: failed}, nil
-			}
-		}
+		kc = live
 	}
 	pools, served, err := p.pools(ctx, reader, desired)
 	if err != nil {
@@ -119,16 +119,53 @@ func (p poolRollout) Check(ctx context.Context, reader client.Reader, desired *u
 	if len(pools) == 0 {
 		return Health{State: Unhealthy, Message: p.noPoolMessage(desired)}, nil
 	}
+	// A degraded pool fails the item whatever else it waits for: nothing rolls out until
+	// the pool is repaired.
+	for i := range pools {
+		if msg, degraded := degradedMessage(&pools[i]); degraded {
+			return Health{State: Unhealthy, Message: msg}, nil
+		}
+	}
+	if kc != nil {
+		if msg, processed := kubeletConfigProcessed(kc); !processed {
+			return Health{State: Waiting, Message: msg}, nil
+		}
+	}
+	var content NodeContent
+	if !p.kubeletConfig {
+		if content, err = ContentOf(desired); err != nil {
+			return Health{State: Unhealthy, Message: err.Error()}, nil
+		}
+	}
 	var waiting, done []string
 	for i := range pools {
-		verdict, msg := rolloutOf(&pools[i], desired, before[pools[i].GetName()], p.describe == "MachineConfig")
-		switch verdict {
+		pool := &pools[i]
+		source := "MachineConfig " + desired.GetName()
+		if kc != nil {
+			generated, msg, err := generatedMachineConfig(ctx, reader, kc, pool.GetName())
+			if err != nil {
+				return Health{}, err
+			}
+			if generated == nil {
+				waiting = append(waiting, msg)
+				continue
+			}
+			if content, err = ContentOf(generated); err != nil {
+				return Health{State: Unhealthy, Message: err.Error()}, nil
+			}
+			source = fmt.Sprintf("MachineConfig %s (KubeletConfig %s)", generated.GetName(), kc.GetName())
+		}
+		h, err := rolloutOf(ctx, reader, pool, content, source)
+		if err != nil {
+			return Health{}, err
+		}
+		switch h.State {
 		case Unhealthy:
-			return Health{State: Unhealthy, Message: msg}, nil
+			return h, nil
 		case Waiting:
-			waiting = append(waiting, msg)
+			waiting = append(waiting, h.Message)
 		default:
-			done = append(done, msg)
+			done = append(done, h.Message)
 		}
 	}
 	if len(waiting) > 0 {
@@ -138,7 +175,7 @@ func (p poolRollout) Check(ctx context.Context, reader client.Reader, desired *u
 }
 
 func (p poolRollout) noPoolMessage(desired *unstructured.Unstructured) string {
-	if p.describe == "KubeletConfig" {
+	if p.kubeletConfig {
 		sel, _, _ := unstructured.NestedMap(desired.Object, "spec", "machineConfigPoolSelector")
 		return fmt.Sprintf("no MachineConfigPool matches the machineConfigPoolSelector %v of KubeletConfig %s: label the pool or fix the selector",
 			sel, desired.GetName())
@@ -147,35 +184,179 @@ func (p poolRollout) noPoolMessage(desired *unstructured.Unstructured) string {
 		desired.GetName(), labels.Set(desired.GetLabels()).String())
 }
 
-// rolloutOf judges one pool's rollout of obj. For a MachineConfig the pool's rendered
-// configuration must also list it by name.
-func rolloutOf(pool, obj *unstructured.Unstructured, baseline string, listsByName bool) (HealthState, string) {
-	name := pool.GetName()
+// degradedMessage tells whether the pool is Degraded, NodeDegraded or RenderDegraded, and
+// says which.
+func degradedMessage(pool *unstructured.Unstructured) (string, bool) {
 	conditions, _, _ := unstructured.NestedSlice(pool.Object, "status", "conditions")
 	for _, t := range []string{"Degraded", "NodeDegraded", "RenderDegraded"} {
 		if c, ok := findCondition(conditions, t); ok && c["status"] == "True" {
-			return Unhealthy, fmt.Sprintf("MachineConfigPool %s is %s (%v: %v): repair the pool's nodes, then approve the plan again",
-				name, t, c["reason"], c["message"])
+			return fmt.Sprintf("MachineConfigPool %s is %s (%v: %v): repair the pool's nodes, then approve the plan again",
+				pool.GetName(), t, c["reason"], c["message"]), true
 		}
 	}
+	return "", false
+}
+
+// rolloutOf judges one pool's rollout of content (from source, for the messages): the pool
+// observed its latest spec, runs its target on every machine, reports Updated, and the
+// rendered configuration it runs holds content. A paused pool rolls nothing out, which its
+// message says when it waits.
+func rolloutOf(ctx context.Context, reader client.Reader, pool *unstructured.Unstructured, content NodeContent, source string) (Health, error) {
+	name := pool.GetName()
 	target, _, _ := unstructured.NestedString(pool.Object, "spec", "configuration", "name")
 	current, _, _ := unstructured.NestedString(pool.Object, "status", "configuration", "name")
-	sources, _, _ := unstructured.NestedSlice(pool.Object, "status", "configuration", "source")
+	paused, _, _ := unstructured.NestedBool(pool.Object, "spec", "paused")
 	observed, _, _ := unstructured.NestedInt64(pool.Object, "status", "observedGeneration")
 	machines, _, _ := unstructured.NestedInt64(pool.Object, "status", "machineCount")
 	updated, _, _ := unstructured.NestedInt64(pool.Object, "status", "updatedMachineCount")
+	conditions, _, _ := unstructured.NestedSlice(pool.Object, "status", "conditions")
 	updatedCond, _ := findCondition(conditions, "Updated")
-	switch {
-	case baseline != "" && target == baseline:
-		return Waiting, notRendered(name, subject(obj, listsByName), baseline)
-	case listsByName && !listsSource(sources, obj.GetName()):
-		return Waiting, fmt.Sprintf("MachineConfigPool %s has not picked up %s yet", name, obj.GetName())
-	case observed != pool.GetGeneration():
-		return Waiting, fmt.Sprintf("MachineConfigPool %s has not observed its latest spec yet", name)
-	case current != target || updatedCond["status"] != "True":
-		return Waiting, fmt.Sprintf("MachineConfigPool %s is rolling out %s: %d/%d machines updated", name, target, updated, machines)
+
+	// What the machines run now; read first for a paused pool, which will not move on.
+	var lacks []string
+	judged := false
+	judge := func() (Health, bool, error) {
+		judged = true
+		if current == "" {
+			return Health{State: Waiting, Message: fmt.Sprintf("MachineConfigPool %s runs no rendered configuration yet", name)}, true, nil
+		}
+		rendered := &unstructured.Unstructured{}
+		rendered.SetGroupVersionKind(MachineConfig.GVK)
+		if err := reader.Get(ctx, client.ObjectKey{Name: current}, rendered); err != nil {
+			if apierrors.IsNotFound(err) {
+				return Health{State: Waiting, Message: fmt.Sprintf("MachineConfigPool %s runs %s, a MachineConfig that does not exist", name, current)}, true, nil
+			}
+			return Health{}, true, fmt.Errorf("read rendered MachineConfig %s of MachineConfigPool %s: %w", current, name, err)
+		}
+		holds, err := ContentOf(rendered)
+		if err != nil {
+			return Health{State: Unhealthy, Message: err.Error()}, true, nil
+		}
+		lacks = holds.Missing(content)
+		return Health{}, false, nil
 	}
-	return Healthy, fmt.Sprintf("MachineConfigPool %s updated to %s (%d/%d machines)", name, current, updated, machines)
+	if paused {
+		if h, done, err := judge(); done {
+			return h, err
+		}
+		if len(lacks) > 0 {
+			return Health{State: Waiting, Message: fmt.Sprintf("MachineConfigPool %s is paused and runs %s, which lacks %s of %s: nothing rolls out until the pool is unpaused",
+				name, current, strings.Join(lacks, ", "), source)}, nil
+		}
+	}
+	switch {
+	case observed != pool.GetGeneration():
+		return Health{State: Waiting, Message: fmt.Sprintf("MachineConfigPool %s has not observed its latest spec yet", name)}, nil
+	case current != target || updatedCond["status"] != "True" || updated != machines:
+		state := "is rolling out"
+		if paused {
+			state = "is paused while rolling out"
+		}
+		return Health{State: Waiting, Message: fmt.Sprintf("MachineConfigPool %s %s %s: %d/%d machines updated", name, state, target, updated, machines)}, nil
+	}
+	if !judged {
+		if h, done, err := judge(); done {
+			return h, err
+		}
+	}
+	if len(lacks) > 0 {
+		return Health{State: Waiting, Message: fmt.Sprintf("MachineConfigPool %s runs %s, which lacks %s of %s",
+			name, current, strings.Join(lacks, ", "), source)}, nil
+	}
+	return Health{State: Healthy, Message: fmt.Sprintf("MachineConfigPool %s updated to %s (%d/%d machines)", name, current, updated, machines)}, nil
+}
+
+// readKubeletConfig reads the live KubeletConfig desired was applied to: nil with the
+// verdict when it decides the check (deleted, or failed).
+func readKubeletConfig(ctx context.Context, reader client.Reader, desired *unstructured.Unstructured) (*unstructured.Unstructured, Health, error) {
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(desired.GroupVersionKind())
+	if err := reader.Get(ctx, client.ObjectKeyFromObject(desired), live); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, Health{State: Unhealthy, Message: fmt.Sprintf(
+				"KubeletConfig %s does not exist any more: nothing rolls it out", desired.GetName())}, nil
+		}
+		return nil, Health{}, fmt.Errorf("read %s: %w", Describe(desired), err)
+	}
+	if failed := kubeletConfigFailure(live); failed != "" {
+		return nil, Health{State: Unhealthy, Message: failed}, nil
+	}
+	return live, Health{}, nil
+}
+
+// kubeletConfigProcessed tells whether the Machine Config Operator handled the
+// KubeletConfig's latest generation, and says so when it has not.
+func kubeletConfigProcessed(kc *unstructured.Unstructured) (string, bool) {
+	// The kubelet-config controller writes observedGeneration with the condition of each
+	// pass (syncStatusOnly): a Success at the KubeletConfig's generation means the
+	// MachineConfigs generated from it hold that generation.
+	observed, _, _ := unstructured.NestedInt64(kc.Object, "status", "observedGeneration")
+	conditions, _, _ := unstructured.NestedSlice(kc.Object, "status", "conditions")
+	var last map[string]any
+	if len(conditions) > 0 {
+		last, _ = conditions[len(conditions)-1].(map[string]any)
+	}
+	if observed < kc.GetGeneration() || last["type"] != "Success" {
+		return fmt.Sprintf("the Machine Config Operator has not processed KubeletConfig %s's generation %d yet",
+			kc.GetName(), kc.GetGeneration()), false
+	}
+	return "", true
+}
+
+// The MachineConfig the Machine Config Operator generates from a KubeletConfig for a pool
+// is 99-<pool>-generated-kubelet, with "-<suffix>" when the KubeletConfig's mc-name-suffix
+// annotation is not empty, and the KubeletConfig as its controller owner
+// (getManagedKubeletConfigKey and syncKubeletConfig in pkg/controller/kubelet-config).
+const mcNameSuffixAnnotation = "machineconfiguration.openshift.io/mc-name-suffix"
+
+// generatedMachineConfig reads the MachineConfig generated from the KubeletConfig kc for
+// pool; nil, with a message saying so, when there is none yet.
+func generatedMachineConfig(ctx context.Context, reader client.Reader, kc *unstructured.Unstructured, pool string) (*unstructured.Unstructured, string, error) {
+	notYet := fmt.Sprintf("the Machine Config Operator has not generated the MachineConfig of KubeletConfig %s for MachineConfigPool %s yet", kc.GetName(), pool)
+	prefix := "99-" + pool + "-generated-kubelet"
+	name := ""
+	if suffix, ok := kc.GetAnnotations()[mcNameSuffixAnnotation]; ok {
+		name = prefix
+		if suffix != "" {
+			name += "-" + suffix
+		}
+	} else {
+		// Without the annotation the name is not known: the one of the pool's generated
+		// MachineConfigs that the KubeletConfig controls. Listed by metadata only, as
+		// rendered MachineConfigs are large.
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(MachineConfig.ListGVK(MachineConfig.GVK.Version))
+		if err := reader.List(ctx, list); err != nil {
+			return nil, "", fmt.Errorf("list MachineConfigs: %w", err)
+		}
+		for i := range list.Items {
+			if n := list.Items[i].GetName(); (n == prefix || strings.HasPrefix(n, prefix+"-")) && controlledBy(&list.Items[i], kc) {
+				name = n
+				break
+			}
+		}
+		if name == "" {
+			return nil, notYet, nil
+		}
+	}
+	mc := &unstructured.Unstructured{}
+	mc.SetGroupVersionKind(MachineConfig.GVK)
+	if err := reader.Get(ctx, client.ObjectKey{Name: name}, mc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, notYet, nil
+		}
+		return nil, "", fmt.Errorf("read MachineConfig %s: %w", name, err)
+	}
+	if !controlledBy(mc, kc) {
+		return nil, notYet, nil
+	}
+	return mc, "", nil
+}
+
+// controlledBy tells whether owner is obj's controller, by UID.
+func controlledBy(obj metav1.Object, owner metav1.Object) bool {
+	ref := metav1.GetControllerOfNoCopy(obj)
+	return ref != nil && ref.UID == owner.GetUID()
 }
 
 // AwaitingRender is what the health check of obj shows the moment after an apply that
@@ -194,7 +375,7 @@ func AwaitingRender(obj *unstructured.Unstructured, baseline string) (string, bo
 		if pool == "" || before[pool] == "" {
 			return "", false
 		}
-		msgs = append(msgs, notRendered(pool, subject(obj, p.describe == "MachineConfig"), before[pool]))
+		msgs = append(msgs, notRendered(pool, subject(obj, !p.kubeletConfig), before[pool]))
 	}
 	return strings.Join(msgs, "; "), len(msgs) > 0
 }
@@ -305,15 +486,6 @@ func findCondition(conditions []any, condType string) (map[string]any, bool) {
 	return nil, false
 }
 
-func listsSource(sources []any, name string) bool {
-	for _, s := range sources {
-		if m, ok := s.(map[string]any); ok && m["name"] == name {
-			return true
-		}
-	}
-	return false
-}
-
 // Describe names an object in messages and diff headers: "Kind namespace/name".
 func Describe(obj *unstructured.Unstructured) string {
 	if ns := obj.GetNamespace(); ns != "" {
@@ -323,7 +495,7 @@ func Describe(obj *unstructured.Unstructured) string {
 }
 
 // RollsOut tells whether applying an object of the kind rolls out to nodes, so its health
-// check compares against a baseline that must be taken (and kept) before the apply.
+// check waits for MachineConfigPools (and Baseline names what they target before the apply).
 func RollsOut(gk schema.GroupKind) bool {
 	_, ok := HealthCheckFor(gk).(poolRollout)
 	return ok

@@ -2,17 +2,18 @@ package targets_test
 
 import (
 	"context"
+	"net/url"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubevirt/virt-advisor-operator/internal/targets"
 )
 
 const (
 	psiMC       = "99-worker-psi"
-	baseMC      = "00-worker"
 	renderedOld = "rendered-worker-1111"
 	renderedNew = "rendered-worker-2222"
 	roleLabel   = "machineconfiguration.openshift.io/role"
@@ -25,15 +26,13 @@ type pool struct {
 	// role is the machineconfiguration.openshift.io/role its machineConfigSelector matches;
 	// the pool also carries the label pools.operator.machineconfiguration.openshift.io/<name>.
 	role string
-	// generation is metadata.generation (1 when 0); observed is status.observedGeneration
-	// (generation when 0).
-	generation, observed int64
-	// target and targetSources are spec.configuration: what the pool rolls out.
-	target        string
-	targetSources []string
-	// current and currentSources are status.configuration: what its machines run.
-	current        string
-	currentSources []string
+	// target is spec.configuration.name: what the pool rolls out; current is
+	// status.configuration.name: what its machines run.
+	target, current string
+	// paused is spec.paused.
+	paused bool
+	// behind leaves status.observedGeneration one short of the pool's generation.
+	behind bool
 	// conditions maps condition types to their status.
 	conditions map[string]string
 	// updated of machines machines run the current configuration.
@@ -42,33 +41,25 @@ type pool struct {
 
 var updated = map[string]string{"Updated": "True", "Updating": "False", "Degraded": "False"}
 
-func configuration(name string, sources []string) map[string]any {
-	src := make([]any, 0, len(sources))
-	for _, s := range sources {
-		src = append(src, map[string]any{"apiVersion": "machineconfiguration.openshift.io/v1", "kind": "MachineConfig", "name": s})
-	}
-	return map[string]any{"name": name, "source": src}
-}
-
 func (p pool) object() *unstructured.Unstructured {
-	if p.generation == 0 {
-		p.generation = 1
-	}
-	if p.observed == 0 {
-		p.observed = p.generation
-	}
 	var conditions []any
 	for t, s := range p.conditions {
-		conditions = append(conditions, map[string]any{"type": t, "status": s, "reason": t + "Reason", "message": "pool is " + t + "=" + s})
+		conditions = append(conditions, map[string]any{"type": t, "status": s, "reason": t + "Reason", "message": "pool is " + t + "=" + s,
+			"lastTransitionTime": "2025-01-15T10:00:00Z"})
+	}
+	observed := int64(1) // a pool's generation when it was just created
+	if p.behind {
+		observed = 0
 	}
 	o := &unstructured.Unstructured{Object: map[string]any{
 		"spec": map[string]any{
 			"machineConfigSelector": map[string]any{"matchLabels": map[string]any{roleLabel: p.role}},
-			"configuration":         configuration(p.target, p.targetSources),
+			"configuration":         map[string]any{"name": p.target},
+			"paused":                p.paused,
 		},
 		"status": map[string]any{
-			"configuration":       configuration(p.current, p.currentSources),
-			"observedGeneration":  p.observed,
+			"configuration":       map[string]any{"name": p.current},
+			"observedGeneration":  observed,
 			"conditions":          conditions,
 			"machineCount":        p.machines,
 			"updatedMachineCount": p.updated,
@@ -76,47 +67,51 @@ func (p pool) object() *unstructured.Unstructured {
 	}}
 	o.SetGroupVersionKind(targets.MachineConfigPool.GVK)
 	o.SetName(p.name)
-	o.SetGeneration(p.generation)
 	o.SetLabels(map[string]string{poolLabel + p.name: ""})
 	return o
 }
 
-// machineConfig is a MachineConfig of role.
-func machineConfig(name, role string) *unstructured.Unstructured {
-	mc := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"kernelArguments": []any{"psi=1"}}}}
+// machineConfig is a MachineConfig of role with the given spec.
+func machineConfig(name, role string, spec map[string]any) *unstructured.Unstructured {
+	mc := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
 	mc.SetGroupVersionKind(targets.MachineConfig.GVK)
 	mc.SetName(name)
-	mc.SetLabels(map[string]string{roleLabel: role})
+	if role != "" {
+		mc.SetLabels(map[string]string{roleLabel: role})
+	}
 	return mc
 }
 
-// kubeletConfig is a KubeletConfig whose machineConfigPoolSelector matches labels, with
-// the given status conditions (type: status, message).
-func kubeletConfig(name string, matchLabels map[string]any, conditions ...map[string]any) *unstructured.Unstructured {
-	kc := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
-		"machineConfigPoolSelector": map[string]any{"matchLabels": matchLabels},
-		"kubeletConfig":             map[string]any{"maxPods": int64(500)},
-	}}}
-	kc.SetGroupVersionKind(targets.KubeletConfig.GVK)
-	kc.SetName(name)
-	if len(conditions) > 0 {
-		var cs []any
-		for _, c := range conditions {
-			cs = append(cs, c)
-		}
-		kc.Object["status"] = map[string]any{"conditions": cs}
+// psi is the spec of the MachineConfig that turns PSI on.
+func psi() map[string]any {
+	return map[string]any{"config": map[string]any{"ignition": map[string]any{"version": "3.2.0"}}, "kernelArguments": []any{"psi=1"}}
+}
+
+// rendered is a rendered MachineConfig with the kernel arguments and files (path, contents)
+// given, as the Machine Config Operator renders it: Ignition 3.5, kernel type default, the
+// files' contents in percent-encoded data URLs.
+func rendered(name string, kernelArguments []string, files ...string) *unstructured.Unstructured {
+	var fileList []any
+	for i := 0; i+1 < len(files); i += 2 {
+		fileList = append(fileList, map[string]any{"path": files[i], "mode": int64(420), "overwrite": true,
+			"contents": map[string]any{"source": "data:," + url.PathEscape(files[i+1])}})
 	}
-	return kc
+	args := make([]any, 0, len(kernelArguments))
+	for _, a := range kernelArguments {
+		args = append(args, a)
+	}
+	return machineConfig(name, "", map[string]any{
+		"config": map[string]any{
+			"ignition": map[string]any{"version": "3.5.0"},
+			"storage":  map[string]any{"files": fileList},
+		},
+		"kernelArguments": args,
+		"kernelType":      "default",
+		"osImageURL":      "quay.io/openshift-release-dev/ocp-v4.0-art-dev@sha256:1111",
+	})
 }
 
-// clusterWith is a cluster holding the objects.
-func clusterWith(objects ...*unstructured.Unstructured) *cluster {
-	c := clusterOf()
-	c.objects = objects
-	return c
-}
-
-func check(t *testing.T, c *cluster, obj *unstructured.Unstructured, baseline string) targets.Health {
+func check(t *testing.T, c client.Client, obj *unstructured.Unstructured, baseline string) targets.Health {
 	t.Helper()
 	h, err := targets.HealthCheckFor(obj.GroupVersionKind().GroupKind()).Check(context.Background(), c, obj, baseline)
 	if err != nil {
@@ -125,13 +120,17 @@ func check(t *testing.T, c *cluster, obj *unstructured.Unstructured, baseline st
 	return h
 }
 
-// A MachineConfig is healthy only when its pool rolled out a configuration rendered after
-// the apply that lists it; the baseline is the configuration the pool targeted before.
+// A MachineConfig is healthy only when every pool that selects it runs, on all its machines,
+// a rendered configuration that holds its content; what the pool ran before the apply does
+// not matter.
 func TestMachineConfigHealth(t *testing.T) {
+	c := apiServer(t)
+	create(t, c, rendered(renderedOld, nil))
+	create(t, c, rendered(renderedNew, []string{"psi=1"}))
+	create(t, c, rendered("rendered-worker-gpu-2", []string{"psi=1"}))
 	before := "worker=" + renderedOld
-	done := pool{name: "worker", role: "worker", generation: 2,
-		target: renderedNew, targetSources: []string{baseMC, psiMC},
-		current: renderedNew, currentSources: []string{baseMC, psiMC}, conditions: updated, updated: 3, machines: 3}
+	done := pool{name: "worker", role: "worker", target: renderedNew, current: renderedNew, conditions: updated, updated: 3, machines: 3}
+	lacksPSI := "MachineConfigPool worker runs " + renderedOld + ", which lacks kernel argument psi=1 of MachineConfig " + psiMC
 	cases := []struct {
 		name     string
 		pools    []pool
@@ -140,32 +139,30 @@ func TestMachineConfigHealth(t *testing.T) {
 		message  string
 	}{
 		{
-			name: "when the pool still targets the baseline configuration, it should wait, even if its status lists the MachineConfig and is Updated",
-			pools: []pool{{name: "worker", role: "worker", target: renderedOld, targetSources: []string{baseMC},
-				current: renderedOld, currentSources: []string{baseMC, psiMC}, conditions: updated, updated: 3, machines: 3}},
+			name:     "when the pool still runs a configuration without the MachineConfig's content, it should wait, saying what it lacks",
+			pools:    []pool{{name: "worker", role: "worker", target: renderedOld, current: renderedOld, conditions: updated, updated: 3, machines: 3}},
 			baseline: before,
 			want:     targets.Waiting,
-			message:  "MachineConfigPool worker has not rendered a configuration with " + psiMC + " yet (still " + renderedOld + ")",
+			message:  lacksPSI,
 		},
 		{
-			name: "when the pool rendered and rolled out a configuration without the MachineConfig, it should wait",
-			pools: []pool{{name: "worker", role: "worker", generation: 2, target: renderedNew, targetSources: []string{baseMC, "99-worker-other"},
-				current: renderedNew, currentSources: []string{baseMC, "99-worker-other"}, conditions: updated, updated: 3, machines: 3}},
-			baseline: before,
+			name:     "when there is no baseline and the pool runs a configuration without the content, it should wait just the same",
+			pools:    []pool{{name: "worker", role: "worker", target: renderedOld, current: renderedOld, conditions: updated, updated: 3, machines: 3}},
+			baseline: "",
 			want:     targets.Waiting,
-			message:  "MachineConfigPool worker has not picked up " + psiMC + " yet",
+			message:  lacksPSI,
 		},
 		{
-			name:     "when the pool has not observed its latest spec, it should wait",
-			pools:    []pool{func() pool { p := done; p.observed = 1; return p }()},
-			baseline: before,
-			want:     targets.Waiting,
-			message:  "MachineConfigPool worker has not observed its latest spec yet",
+			name:    "when the pool has not observed its latest spec, it should wait",
+			pools:   []pool{func() pool { p := done; p.behind = true; return p }()},
+			want:    targets.Waiting,
+			message: "MachineConfigPool worker has not observed its latest spec yet",
 		},
 		{
 			name: "when the pool rolls the new configuration out, it should wait, counting the machines updated",
 			pools: []pool{func() pool {
 				p := done
+				p.current = renderedOld
 				p.conditions = map[string]string{"Updated": "False", "Updating": "True", "Degraded": "False"}
 				p.updated = 1
 				return p
@@ -175,29 +172,50 @@ func TestMachineConfigHealth(t *testing.T) {
 			message:  "MachineConfigPool worker is rolling out " + renderedNew + ": 1/3 machines updated",
 		},
 		{
-			name: "when the pool's machines do not run its target yet, it should wait, even with Updated=True left from before",
-			pools: []pool{func() pool {
-				p := done
-				p.current = renderedOld
-				return p
-			}()},
-			baseline: before,
-			want:     targets.Waiting,
-			message:  "MachineConfigPool worker is rolling out " + renderedNew + ": 3/3 machines updated",
+			name:    "when the pool's machines do not run its target yet, it should wait, even with Updated=True left from before",
+			pools:   []pool{func() pool { p := done; p.current = renderedOld; return p }()},
+			want:    targets.Waiting,
+			message: "MachineConfigPool worker is rolling out " + renderedNew + ": 3/3 machines updated",
 		},
 		{
-			name:     "when the pool rendered a new configuration listing the MachineConfig, observed it and is Updated, it should be healthy",
+			name:    "when fewer machines are updated than the pool counts, it should wait",
+			pools:   []pool{func() pool { p := done; p.updated = 2; return p }()},
+			want:    targets.Waiting,
+			message: "MachineConfigPool worker is rolling out " + renderedNew + ": 2/3 machines updated",
+		},
+		{
+			name:     "when the pool runs a configuration holding the content on every machine and is Updated, it should be healthy",
 			pools:    []pool{done},
 			baseline: before,
 			want:     targets.Healthy,
 			message:  "MachineConfigPool worker updated to " + renderedNew + " (3/3 machines)",
 		},
 		{
-			name:     "when the apply changed no spec (no baseline) and the pool runs a configuration listing the MachineConfig, it should be healthy",
+			name:     "when the pool runs the configuration the baseline names and it holds the content (a correction restored it), it should be healthy",
 			pools:    []pool{done},
-			baseline: "",
+			baseline: "worker=" + renderedNew,
 			want:     targets.Healthy,
 			message:  "MachineConfigPool worker updated to " + renderedNew + " (3/3 machines)",
+		},
+		{
+			name:    "when the pool runs a rendered configuration that does not exist, it should wait",
+			pools:   []pool{{name: "worker", role: "worker", target: "rendered-worker-gone", current: "rendered-worker-gone", conditions: updated, updated: 3, machines: 3}},
+			want:    targets.Waiting,
+			message: "MachineConfigPool worker runs rendered-worker-gone, a MachineConfig that does not exist",
+		},
+		{
+			name: "when the pool is paused on a configuration without the content, it should wait, saying the pool is paused",
+			pools: []pool{{name: "worker", role: "worker", paused: true, target: renderedNew, current: renderedOld,
+				conditions: map[string]string{"Updated": "False", "Updating": "False"}, updated: 0, machines: 3}},
+			want: targets.Waiting,
+			message: "MachineConfigPool worker is paused and runs " + renderedOld + ", which lacks kernel argument psi=1 of MachineConfig " + psiMC +
+				": nothing rolls out until the pool is unpaused",
+		},
+		{
+			name:    "when the pool is paused but runs a configuration holding the content on every machine, it should be healthy",
+			pools:   []pool{func() pool { p := done; p.paused = true; return p }()},
+			want:    targets.Healthy,
+			message: "MachineConfigPool worker updated to " + renderedNew + " (3/3 machines)",
 		},
 		{
 			name: "when the pool is Degraded, it should be unhealthy, naming the pool and the condition",
@@ -206,38 +224,39 @@ func TestMachineConfigHealth(t *testing.T) {
 				p.conditions = map[string]string{"Updated": "False", "Updating": "True", "Degraded": "True"}
 				return p
 			}()},
-			baseline: before,
-			want:     targets.Unhealthy,
-			message:  "MachineConfigPool worker is Degraded (DegradedReason: pool is Degraded=True): repair the pool's nodes, then approve the plan again",
+			want:    targets.Unhealthy,
+			message: "MachineConfigPool worker is Degraded (DegradedReason: pool is Degraded=True): repair the pool's nodes, then approve the plan again",
 		},
 		{
-			name:     "when a node of the pool is degraded, it should be unhealthy",
-			pools:    []pool{func() pool { p := done; p.conditions = map[string]string{"NodeDegraded": "True"}; return p }()},
-			baseline: before,
-			want:     targets.Unhealthy,
-			message:  "MachineConfigPool worker is NodeDegraded (NodeDegradedReason: pool is NodeDegraded=True): repair the pool's nodes, then approve the plan again",
+			name:    "when a node of the pool is degraded, it should be unhealthy",
+			pools:   []pool{func() pool { p := done; p.conditions = map[string]string{"NodeDegraded": "True"}; return p }()},
+			want:    targets.Unhealthy,
+			message: "MachineConfigPool worker is NodeDegraded (NodeDegradedReason: pool is NodeDegraded=True): repair the pool's nodes, then approve the plan again",
 		},
 		{
-			name:     "when the pool cannot render, it should be unhealthy",
-			pools:    []pool{func() pool { p := done; p.conditions = map[string]string{"RenderDegraded": "True"}; return p }()},
-			baseline: before,
-			want:     targets.Unhealthy,
-			message:  "MachineConfigPool worker is RenderDegraded (RenderDegradedReason: pool is RenderDegraded=True): repair the pool's nodes, then approve the plan again",
+			name:    "when the pool cannot render, it should be unhealthy",
+			pools:   []pool{func() pool { p := done; p.conditions = map[string]string{"RenderDegraded": "True"}; return p }()},
+			want:    targets.Unhealthy,
+			message: "MachineConfigPool worker is RenderDegraded (RenderDegradedReason: pool is RenderDegraded=True): repair the pool's nodes, then approve the plan again",
 		},
 		{
 			name: "when two pools roll it out and one is done, it should wait for the other",
-			pools: []pool{done, {name: "worker-gpu", role: "worker", generation: 2, target: "rendered-worker-gpu-2", targetSources: []string{baseMC, psiMC},
-				current: "rendered-worker-gpu-2", currentSources: []string{baseMC, psiMC},
+			pools: []pool{done, {name: "worker-gpu", role: "worker", target: "rendered-worker-gpu-2", current: "rendered-worker-gpu-1",
 				conditions: map[string]string{"Updated": "False", "Updating": "True"}, updated: 0, machines: 2}},
 			baseline: before + ",worker-gpu=rendered-worker-gpu-1",
 			want:     targets.Waiting,
 			message:  "MachineConfigPool worker-gpu is rolling out rendered-worker-gpu-2: 0/2 machines updated",
 		},
 		{
-			name:     "when no pool selects the MachineConfig, it should be unhealthy, naming its labels",
-			pools:    []pool{{name: "master", role: "master", target: "rendered-master-1", current: "rendered-master-1", conditions: updated}},
-			baseline: "",
-			want:     targets.Unhealthy,
+			name:    "when two pools roll it out and both are done, it should be healthy, naming both",
+			pools:   []pool{done, {name: "worker-gpu", role: "worker", target: "rendered-worker-gpu-2", current: "rendered-worker-gpu-2", conditions: updated, updated: 2, machines: 2}},
+			want:    targets.Healthy,
+			message: "MachineConfigPool worker updated to " + renderedNew + " (3/3 machines); MachineConfigPool worker-gpu updated to rendered-worker-gpu-2 (2/2 machines)",
+		},
+		{
+			name:  "when no pool selects the MachineConfig, it should be unhealthy, naming its labels",
+			pools: []pool{{name: "master", role: "master", target: "rendered-master-1", current: "rendered-master-1", conditions: updated}},
+			want:  targets.Unhealthy,
 			message: "no MachineConfigPool selects MachineConfig " + psiMC + " (labels " + roleLabel +
 				"=worker): create the pool or fix the machineconfiguration.openshift.io/role label",
 		},
@@ -245,83 +264,56 @@ func TestMachineConfigHealth(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			c := clusterWith()
 			for _, p := range tc.pools {
-				c.objects = append(c.objects, p.object())
+				create(t, c, p.object())
 			}
-			h := check(t, c, machineConfig(psiMC, "worker"), tc.baseline)
+			h := check(t, c, machineConfig(psiMC, "worker", psi()), tc.baseline)
 			g.Expect(h).To(Equal(targets.Health{State: tc.want, Message: tc.message}))
+		})
+	}
+}
+
+// The content is compared as a node sees it: a file is the same whatever data URL encodes
+// it, and a file of the MachineConfig that another MachineConfig overrides in the rendered
+// configuration is not there.
+func TestMachineConfigHealthComparesFileContents(t *testing.T) {
+	c := apiServer(t)
+	swap := machineConfig("90-worker-swap", "worker", map[string]any{"config": map[string]any{
+		"ignition": map[string]any{"version": "3.2.0"},
+		"storage": map[string]any{"files": []any{map[string]any{"path": "/etc/swap.conf", "mode": int64(420),
+			"contents": map[string]any{"source": "data:text/plain;charset=utf-8;base64,c3dhcD1vbgo="}}}},
+	}})
+	cases := []struct {
+		name     string
+		rendered *unstructured.Unstructured
+		want     targets.Health
+	}{
+		{"when the rendered configuration holds the file's contents encoded otherwise, it should be healthy",
+			rendered("rendered-worker-3333", nil, "/etc/swap.conf", "swap=on\n"),
+			targets.Health{State: targets.Healthy, Message: "MachineConfigPool worker updated to rendered-worker-3333 (3/3 machines)"}},
+		{"when the rendered configuration holds other contents at the file's path, it should wait, naming the file",
+			rendered("rendered-worker-3333", nil, "/etc/swap.conf", "swap=off\n"),
+			targets.Health{State: targets.Waiting, Message: "MachineConfigPool worker runs rendered-worker-3333, which lacks file /etc/swap.conf (different contents) of MachineConfig 90-worker-swap"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			create(t, c, tc.rendered)
+			create(t, c, pool{name: "worker", role: "worker", target: "rendered-worker-3333", current: "rendered-worker-3333", conditions: updated, updated: 3, machines: 3}.object())
+			g.Expect(check(t, c, swap, "")).To(Equal(tc.want))
 		})
 	}
 }
 
 func TestMachineConfigHealthOnAClusterWithoutMachineConfigPools(t *testing.T) {
 	g := NewWithT(t)
-	c := clusterWith()
+	c := clusterOf()
 	c.notServed["MachineConfigPool"] = true
-	h := check(t, c, machineConfig(psiMC, "worker"), "")
+	h, err := targets.HealthCheckFor(targets.MachineConfig.GroupKind()).Check(context.Background(), c, machineConfig(psiMC, "worker", psi()), "")
+	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(h.State).To(Equal(targets.Unhealthy))
 	g.Expect(h.Message).To(Equal("the cluster serves no MachineConfigPools, so nothing rolls out MachineConfig " + psiMC +
 		": install the Machine Config Operator (OpenShift)"))
-}
-
-// A KubeletConfig rolls out to the pools its machineConfigPoolSelector selects; its own
-// Failure condition says when the Machine Config Operator cannot render it.
-func TestKubeletConfigHealth(t *testing.T) {
-	worker := pool{name: "worker", role: "worker", generation: 2, target: renderedNew, current: renderedNew, conditions: updated, updated: 3, machines: 3}
-	selectsWorker := map[string]any{poolLabel + "worker": ""}
-	cases := []struct {
-		name     string
-		kc       *unstructured.Unstructured
-		baseline string
-		want     targets.HealthState
-		message  string
-	}{
-		{
-			name:     "when the selected pool rolled out a configuration rendered after the apply, it should be healthy",
-			kc:       kubeletConfig("kc", selectsWorker),
-			baseline: "worker=" + renderedOld,
-			want:     targets.Healthy,
-			message:  "MachineConfigPool worker updated to " + renderedNew + " (3/3 machines)",
-		},
-		{
-			name:     "when the selected pool still targets the baseline configuration, it should wait, naming the KubeletConfig",
-			kc:       kubeletConfig("kc", selectsWorker),
-			baseline: "worker=" + renderedNew,
-			want:     targets.Waiting,
-			message:  "MachineConfigPool worker has not rendered a configuration with KubeletConfig kc yet (still " + renderedNew + ")",
-		},
-		{
-			name: "when the Machine Config Operator reports a Failure on it (status False, as it writes it), it should be unhealthy with that message",
-			kc: kubeletConfig("kc", selectsWorker, map[string]any{"type": "Success", "status": "True", "message": "Success"},
-				map[string]any{"type": "Failure", "status": "False", "message": "Error: invalid kubelet configuration: maxPods"}),
-			baseline: "worker=" + renderedOld,
-			want:     targets.Unhealthy,
-			message:  "the Machine Config Operator cannot render KubeletConfig kc: Error: invalid kubelet configuration: maxPods",
-		},
-		{
-			name:     "when its selector matches no pool, it should be unhealthy, naming the selector",
-			kc:       kubeletConfig("kc", map[string]any{poolLabel + "infra": ""}),
-			baseline: "",
-			want:     targets.Unhealthy,
-			message:  "no MachineConfigPool matches the machineConfigPoolSelector map[matchLabels:map[" + poolLabel + "infra:]] of KubeletConfig kc: label the pool or fix the selector",
-		},
-		{
-			name:     "when its selector is empty, it should select no pool",
-			kc:       kubeletConfig("kc", map[string]any{}),
-			baseline: "",
-			want:     targets.Unhealthy,
-			message:  "no MachineConfigPool matches the machineConfigPoolSelector map[matchLabels:map[]] of KubeletConfig kc: label the pool or fix the selector",
-		},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			g := NewWithT(t)
-			c := clusterWith(worker.object(), tc.kc)
-			h := check(t, c, tc.kc, tc.baseline)
-			g.Expect(h).To(Equal(targets.Health{State: tc.want, Message: tc.message}))
-		})
-	}
 }
 
 func TestKindsWithoutRolloutAreHealthyOnceApplied(t *testing.T) {
@@ -335,10 +327,10 @@ func TestKindsWithoutRolloutAreHealthyOnceApplied(t *testing.T) {
 				obj.SetNamespace("ns")
 			}
 			check := targets.HealthCheckFor(k.GroupKind())
-			baseline, err := check.Baseline(context.Background(), clusterWith(), obj)
+			baseline, err := check.Baseline(context.Background(), clusterOf(), obj)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(baseline).To(BeEmpty(), "nothing rolls out")
-			h, err := check.Check(context.Background(), clusterWith(), obj, "")
+			h, err := check.Check(context.Background(), clusterOf(), obj, "")
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(h).To(Equal(targets.Health{State: targets.Healthy, Message: targets.Describe(obj) + " applied"}))
 			g.Expect(targets.RollsOut(k.GroupKind())).To(BeFalse())
@@ -351,25 +343,25 @@ func TestKindsWithoutRolloutAreHealthyOnceApplied(t *testing.T) {
 
 // The baseline is what each pool that rolls the object out targets just before the apply.
 func TestHealthBaseline(t *testing.T) {
-	worker := pool{name: "worker", role: "worker", target: renderedOld, current: renderedOld, conditions: updated}
-	gpu := pool{name: "worker-gpu", role: "worker", target: "rendered-worker-gpu-1", current: "rendered-worker-gpu-1", conditions: updated}
-	master := pool{name: "master", role: "master", target: "rendered-master-1", current: "rendered-master-1", conditions: updated}
+	c := apiServer(t)
+	create(t, c, pool{name: "worker", role: "worker", target: renderedOld, current: renderedOld, conditions: updated}.object())
+	create(t, c, pool{name: "worker-gpu", role: "worker", target: "rendered-worker-gpu-1", current: "rendered-worker-gpu-1", conditions: updated}.object())
+	create(t, c, pool{name: "master", role: "master", target: "rendered-master-1", current: "rendered-master-1", conditions: updated}.object())
 	cases := []struct {
 		name string
 		obj  *unstructured.Unstructured
 		want string
 	}{
 		{"when two pools select the MachineConfig, it should name each pool's target, by pool name",
-			machineConfig(psiMC, "worker"), "worker=" + renderedOld + ",worker-gpu=rendered-worker-gpu-1"},
+			machineConfig(psiMC, "worker", psi()), "worker=" + renderedOld + ",worker-gpu=rendered-worker-gpu-1"},
 		{"when a KubeletConfig selects a pool by its pools.operator label, it should name that pool's target",
 			kubeletConfig("kc", map[string]any{poolLabel + "worker-gpu": ""}), "worker-gpu=rendered-worker-gpu-1"},
 		{"when no pool selects the MachineConfig, it should be empty",
-			machineConfig(psiMC, "infra"), ""},
+			machineConfig(psiMC, "infra", psi()), ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			c := clusterWith(worker.object(), gpu.object(), master.object())
 			got, err := targets.HealthCheckFor(tc.obj.GroupVersionKind().GroupKind()).Baseline(context.Background(), c, tc.obj)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(got).To(Equal(tc.want))
@@ -388,14 +380,14 @@ func TestAwaitingRender(t *testing.T) {
 		ok       bool
 	}{
 		{"when the baseline names a pool's configuration, it should say the pool has not rendered the MachineConfig yet",
-			machineConfig(psiMC, "worker"), "worker=" + renderedOld,
+			machineConfig(psiMC, "worker", psi()), "worker=" + renderedOld,
 			"MachineConfigPool worker has not rendered a configuration with " + psiMC + " yet (still " + renderedOld + ")", true},
 		{"when the baseline names two pools, it should name both, sorted",
 			kubeletConfig("kc", nil), "worker=b,master=a",
 			"MachineConfigPool master has not rendered a configuration with KubeletConfig kc yet (still a); " +
 				"MachineConfigPool worker has not rendered a configuration with KubeletConfig kc yet (still b)", true},
-		{"when there is no baseline, it should say nothing", machineConfig(psiMC, "worker"), "", "", false},
-		{"when a pool of the baseline had no configuration, it should say nothing", machineConfig(psiMC, "worker"), "worker=", "", false},
+		{"when there is no baseline, it should say nothing", machineConfig(psiMC, "worker", psi()), "", "", false},
+		{"when a pool of the baseline had no configuration, it should say nothing", machineConfig(psiMC, "worker", psi()), "worker=", "", false},
 		{"when the kind rolls nothing out, it should say nothing", descheduler, "worker=" + renderedOld, "", false},
 	}
 	for _, tc := range cases {

@@ -73,6 +73,27 @@ var (
 		// that serves only v1beta1 has them at spec.
 		Versions: []string{"v1", "v1beta1"},
 	}
+	// MachineConfiguration is the Machine Config Operator's own configuration; its object
+	// cluster carries the node disruption policy.
+	MachineConfiguration = Kind{
+		GVK:      schema.GroupVersionKind{Group: "operator.openshift.io", Version: "v1", Kind: "MachineConfiguration"},
+		CRD:      "machineconfigurations.operator.openshift.io",
+		Operator: "the Machine Config Operator (OpenShift)",
+	}
+	// Scheduler is the cluster's scheduler configuration; its object cluster says whether
+	// control plane nodes run workloads.
+	Scheduler = Kind{
+		GVK:      schema.GroupVersionKind{Group: "config.openshift.io", Version: "v1", Kind: "Scheduler"},
+		CRD:      "schedulers.config.openshift.io",
+		Operator: "OpenShift",
+	}
+	// ClusterVersion is the cluster's version; its object version says whether a cluster
+	// upgrade is in flight.
+	ClusterVersion = Kind{
+		GVK:      schema.GroupVersionKind{Group: "config.openshift.io", Version: "v1", Kind: "ClusterVersion"},
+		CRD:      "clusterversions.config.openshift.io",
+		Operator: "OpenShift",
+	}
 	NodeHealthCheck = Kind{
 		GVK:      schema.GroupVersionKind{Group: "remediation.medik8s.io", Version: "v1alpha1", Kind: "NodeHealthCheck"},
 		CRD:      "nodehealthchecks.remediation.medik8s.io",
@@ -105,8 +126,8 @@ var (
 
 // All are every third-party kind, for lookups by GroupKind.
 var All = []Kind{
-	MachineConfig, MachineConfigPool, KubeletConfig, KubeDescheduler, HyperConverged,
-	NodeHealthCheck, SelfNodeRemediationTemplate, ForkliftController, MetalLB, AAQ,
+	MachineConfig, MachineConfigPool, KubeletConfig, MachineConfiguration, Scheduler, ClusterVersion,
+	KubeDescheduler, HyperConverged, NodeHealthCheck, SelfNodeRemediationTemplate, ForkliftController, MetalLB, AAQ,
 }
 
 // ByGroupKind finds a third-party kind.

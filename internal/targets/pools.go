@@ -3,26 +3,14 @@ package targets
 import (
 	"context"
 	"fmt"
-	"math"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
-
-// ClusterVersion is OpenShift's cluster version; its Progressing condition is True while
-// the cluster upgrades (and the Machine Config Operator reboots every pool).
-var ClusterVersion = Kind{
-	GVK:      schema.GroupVersionKind{Group: "config.openshift.io", Version: "v1", Kind: "ClusterVersion"},
-	CRD:      "clusterversions.config.openshift.io",
-	Operator: "the Cluster Version Operator (OpenShift)",
-}
 
 // PausedByAnnotation names, on a MachineConfigPool the operator paused, the configs whose
 // batches still need the pause, comma-separated and sorted. A paused pool without it was
@@ -87,50 +75,6 @@ func PausedBy(pool *unstructured.Unstructured) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// PoolSize is the pool's machine count, its maxUnavailable as written (default "1"), and
-// the number of waves a rollout to every machine takes: at most maxUnavailable machines
-// (an integer, or a percent of the machines rounded down; at least one) update at once.
-func PoolSize(pool *unstructured.Unstructured) (machines int32, maxUnavailable string, waves int32) {
-	n, _, _ := unstructured.NestedInt64(pool.Object, "status", "machineCount")
-	machines = int32(n)
-	mu := intstr.FromInt32(1)
-	switch v, found, _ := unstructured.NestedFieldNoCopy(pool.Object, "spec", "maxUnavailable"); {
-	case !found:
-	case isString(v):
-		mu = intstr.FromString(v.(string))
-	default:
-		if i, ok := toInt64(v); ok {
-			mu = intstr.FromInt32(int32(i))
-		}
-	}
-	maxUnavailable = mu.String()
-	step, err := intstr.GetScaledValueFromIntOrPercent(&mu, int(machines), false)
-	if err != nil || step < 1 {
-		step = 1
-	}
-	if machines == 0 {
-		return 0, maxUnavailable, 0
-	}
-	return machines, maxUnavailable, int32(math.Ceil(float64(machines) / float64(step)))
-}
-
-func isString(v any) bool { _, ok := v.(string); return ok }
-
-func toInt64(v any) (int64, bool) {
-	switch n := v.(type) {
-	case int64:
-		return n, true
-	case int:
-		return int64(n), true
-	case float64:
-		return int64(n), true
-	case string:
-		i, err := strconv.ParseInt(n, 10, 64)
-		return i, err == nil
-	}
-	return 0, false
 }
 
 // PoolBusy says why a pool should not start another rollout now: it is Degraded, or

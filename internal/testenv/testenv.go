@@ -32,7 +32,9 @@ func Path(elem ...string) string {
 var (
 	// OwnCRDs is this project's generated CRD.
 	OwnCRDs = Path("config", "crd", "bases")
-	// BaseCRDs are MachineConfig, MachineConfigPool and HyperConverged.
+	// BaseCRDs are MachineConfig, MachineConfigPool, HyperConverged, and the
+	// MachineConfiguration, Scheduler and ClusterVersion the node disruption forecast and
+	// gates read.
 	BaseCRDs = Path("test", "crds", "base")
 )
 

@@ -39,7 +39,7 @@ var _ = Describe("An administrator laying down the platform baseline with kubect
 				`jsonpath={.status.phase}{"\n"}{range .status.items[?(@.state=="InProgress")]}{.message}{end}`)
 			g.Expect(err).NotTo(HaveOccurred(), errOut)
 			phase, waiting, _ := strings.Cut(out, "\n")
-			if strings.Contains(waiting, "MachineConfigPool worker") {
+			if waitsForMachineConfigOperator(waiting) {
 				script("simulate-pool-rollout.sh", "worker")
 			}
 			g.Expect(phase).To(Equal("Completed"), "item in progress: %s", waiting)

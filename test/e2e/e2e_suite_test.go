@@ -187,6 +187,12 @@ func runWithEnv(bin string, args ...string) (string, string, error) {
 	return stdout.String(), stderr.String(), err
 }
 
+// waitsForMachineConfigOperator tells whether an item's message says it waits for what the
+// Machine Config Operator does: a pool's rollout, or the handling of a KubeletConfig.
+func waitsForMachineConfigOperator(message string) bool {
+	return strings.Contains(message, "MachineConfigPool worker") || strings.Contains(message, "the Machine Config Operator")
+}
+
 // script runs one of the project's scripts in hack/ against the control plane.
 func script(name string, args ...string) string {
 	GinkgoHelper()

@@ -3,7 +3,6 @@ package e2e
 import (
 	"os"
 	"os/exec"
-	"strings"
 	"sync"
 	"time"
 
@@ -67,7 +66,7 @@ var _ = Describe("An administrator approving all three profiles at once", Ordere
 		By("playing the Machine Config Operator until every config is Completed")
 		Eventually(func(g Gomega) {
 			for name := range profiles {
-				if strings.Contains(pc.jsonpath("vpc/"+name, "{.status.items[*].message}"), "MachineConfigPool worker") {
+				if waitsForMachineConfigOperator(pc.jsonpath("vpc/"+name, "{.status.items[*].message}")) {
 					pc.rollOutWorkers()
 				}
 			}

@@ -19,10 +19,11 @@
 //     real cluster's Machine Config Operator would roll a MachineConfigPool out, the page says
 //     so and plays it with hack/simulate-pool-rollout.sh.
 //
-// The control plane is the one `make test-e2e` uses: this project's CRD, MachineConfig,
-// MachineConfigPool, HyperConverged, the 4.20 KubeDescheduler, and the upstream CRDs of
-// KubeletConfig, NodeHealthCheck and SelfNodeRemediationTemplate (testenv.UpstreamCRDs),
-// plus prometheus-operator's PrometheusRule and ServiceMonitor. The operator is the manager
+// The control plane is the one `make test-e2e` uses: this project's CRD, the test CRDs of
+// test/crds/base (MachineConfig, MachineConfigPool, HyperConverged, ...), the 4.20
+// KubeDescheduler, and the upstream CRDs of KubeletConfig, NodeHealthCheck and
+// SelfNodeRemediationTemplate (testenv.UpstreamCRDs), plus prometheus-operator's
+// PrometheusRule and ServiceMonitor. The operator is the manager
 // binary (MANAGER_BINARY), running as its ServiceAccount with exactly the RBAC of
 // dist/install.yaml; the control plane has no nodes to run its Deployment on.
 //

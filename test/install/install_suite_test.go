@@ -132,6 +132,12 @@ func (cp *controlPlane) rollOutWorkerPool() {
 	cp.run(testenv.Path("hack", "simulate-pool-rollout.sh"), "worker")
 }
 
+// waitsForMachineConfigOperator tells whether an item's message says it waits for what the
+// Machine Config Operator does: a pool's rollout, or the handling of a KubeletConfig.
+func waitsForMachineConfigOperator(message string) bool {
+	return strings.Contains(message, "MachineConfigPool worker") || strings.Contains(message, "the Machine Config Operator")
+}
+
 // createNamespaces creates namespaces, as their owners would have.
 func (cp *controlPlane) createNamespaces(names ...string) {
 	GinkgoHelper()

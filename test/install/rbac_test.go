@@ -184,7 +184,7 @@ var _ = Describe("The manager on the service account and RBAC of dist/install.ya
 				StopTrying(fmt.Sprintf("%s was not applied: %s", name, describeItems(vpc))).Now()
 			}
 			for _, it := range vpc.Status.Items {
-				if it.State == advisorv1alpha1.ItemInProgress && strings.Contains(it.Message, "MachineConfigPool worker") {
+				if it.State == advisorv1alpha1.ItemInProgress && waitsForMachineConfigOperator(it.Message) {
 					cp.rollOutWorkerPool()
 				}
 			}

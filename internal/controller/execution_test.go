@@ -1,7 +1,6 @@
 package controller_test
 
 import (
-	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -12,6 +11,7 @@ import (
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
 	"github.com/kubevirt/virt-advisor-operator/internal/profiles/loadaware"
+	"github.com/kubevirt/virt-advisor-operator/internal/targets"
 )
 
 var _ = Describe("Executing a plan", func() {
@@ -69,62 +69,33 @@ var _ = Describe("Executing a plan", func() {
 		Expect(second.LastTransitionTime.Time).NotTo(BeTemporally("<", first.LastTransitionTime.Time))
 	})
 
-	It("rule 6: a MachineConfig item waits for its pool to pick it up: a pool that was Updated before the apply proves nothing", func() {
+	It("rule 6: a MachineConfig item waits until its pool runs a configuration that holds it: a pool that was Updated before the apply proves nothing", func() {
 		createConfig(advisorv1alpha1.VirtPlatformConfigSpec{Action: advisorv1alpha1.ActionApply})
 		Eventually(itemState).WithArguments(loadaware.ItemPSI).Should(Equal(advisorv1alpha1.ItemInProgress))
 		Consistently(itemState).WithArguments(loadaware.ItemPSI).Should(Equal(advisorv1alpha1.ItemInProgress))
 		waiting := getConfig()
 		Expect(waiting.Status.Phase).To(Equal(advisorv1alpha1.PhaseInProgress))
 		expectConditions(waiting, "InProgress")
-		Expect(item(waiting, loadaware.ItemPSI).Message).To(ContainSubstring("MachineConfigPool worker has not rendered a configuration with 99-worker-psi-karg yet"))
-		Expect(item(waiting, loadaware.ItemPSI).HealthBaseline).To(HavePrefix("worker=rendered-worker-"))
+		Expect(item(waiting, loadaware.ItemPSI).Message).To(And(
+			ContainSubstring("MachineConfigPool worker runs rendered-worker-"),
+			ContainSubstring("which lacks kernel argument psi=1 of MachineConfig 99-worker-psi-karg")))
 
 		rolloutPool()
 		done := waitPhase(advisorv1alpha1.PhaseCompleted)
 		Expect(item(done, loadaware.ItemPSI).Message).To(ContainSubstring("MachineConfigPool worker updated to rendered-worker-"))
 	})
 
-	It("rule 6: the wait for a MachineConfig's rollout is persisted right after its apply, before any pool is read", func() {
-		mark := requests.mark()
-		createConfig(advisorv1alpha1.VirtPlatformConfigSpec{Action: advisorv1alpha1.ActionApply})
-		Eventually(itemState).WithArguments(loadaware.ItemPSI).Should(Equal(advisorv1alpha1.ItemInProgress))
-		waiting := item(getConfig(), loadaware.ItemPSI)
-		Expect(waiting.Applied).NotTo(BeNil(), "an item is InProgress once it is applied")
-		Expect(waiting.Message).To(MatchRegexp(
-			`^MachineConfigPool worker has not rendered a configuration with 99-worker-psi-karg yet \(still rendered-worker-[0-9a-f]+\)$`))
-
-		sent := requests.since(mark)
-		apply := -1
-		for i, r := range sent {
-			if r.method == "PATCH" && strings.HasSuffix(r.path, "/machineconfigs/99-worker-psi-karg") {
-				apply = i
-			}
-		}
-		Expect(apply).To(BeNumerically(">=", 0), "requests: %v", sent)
-		var between []string
-		persisted := false
-		for _, r := range sent[apply+1:] {
-			if r.method == "PATCH" && strings.HasSuffix(r.path, "/virtplatformconfigs/"+configName+"/status") {
-				persisted = true
-				break
-			}
-			between = append(between, r.method+" "+r.path)
-		}
-		Expect(persisted).To(BeTrue(), "requests after the apply: %v", sent[apply+1:])
-		Expect(between).NotTo(ContainElement(ContainSubstring("/machineconfigpools")),
-			"the pool cannot have rendered the MachineConfig a moment after its apply: the wait is shown without reading it")
-
-		rolloutPool()
-		done := waitPhase(advisorv1alpha1.PhaseCompleted)
-		Expect(item(done, loadaware.ItemPSI).Message).To(ContainSubstring("MachineConfigPool worker updated to rendered-worker-"))
-	})
-
-	It("rule 6: a plan that starts with a MachineConfig persists the pool's baseline before the apply", func() {
+	It("rule 6: the items that roll out are applied while their pool is paused, and the pool is resumed right after, each write after the status that authorizes it", func() {
 		probeKernelArgs.Store(true)
 		DeferCleanup(func() { probeKernelArgs.Store(false) })
 		DeferCleanup(deleteAndWait, object(mcGVK, types.NamespacedName{Name: probeMachineConfig}))
 		createProbe(advisorv1alpha1.ActionDryRun)
-		waitProbe(advisorv1alpha1.PhaseReviewRequired)
+		review := waitProbe(advisorv1alpha1.PhaseReviewRequired)
+		Expect(review.Status.Rollouts).To(ConsistOf(And(
+			HaveField("Pool", "worker"), HaveField("Items", ContainElement("probe-kernel-args")),
+			HaveField("Pause", BeTrue()), HaveField("Reboot", BeTrue()), HaveField("Waves", BeNumerically(">", 0)))))
+		Expect(review.Status.Disruption).To(MatchRegexp(`^reboots \d+ worker node\(s\) once, in \d+ wave\(s\)$`))
+		Expect(conditionText(review, advisorv1alpha1.ConditionReviewRequired)).To(ContainSubstring("approving it " + review.Status.Disruption))
 
 		mark := requests.mark()
 		kubectl("patch", "vpc", string(advisorv1alpha1.ProfilePlatformBaseline), "--type=merge", "-p", `{"spec":{"action":"Apply"}}`)
@@ -132,21 +103,24 @@ var _ = Describe("Executing a plan", func() {
 		probe := &advisorv1alpha1.VirtPlatformConfig{}
 		Eventually(func(g Gomega) {
 			g.Expect(k8s.Get(ctx, name, probe)).To(Succeed())
-			g.Expect(item(probe, "probe-kernel-args").Applied).NotTo(BeNil())
+			g.Expect(probe.Status.Rollouts).To(ConsistOf(HaveField("PauseState", advisorv1alpha1.PauseResumed)))
 		}).Should(Succeed())
 		Expect(item(probe, "probe-kernel-args").State).To(Equal(advisorv1alpha1.ItemInProgress))
-		Expect(item(probe, "probe-kernel-args").HealthBaseline).To(HavePrefix("worker=rendered-worker-"))
 
 		writes := requests.writesSince(mark)
+		pause := indexOf(writes, "PATCH /apis/machineconfiguration.openshift.io/v1/machineconfigpools/worker")
 		apply := indexOf(writes, "PATCH /apis/machineconfiguration.openshift.io/v1/machineconfigs/"+probeMachineConfig)
-		Expect(apply).To(BeNumerically(">=", 0), "writes: %v", writes)
-		var statusWrites []string
-		for _, w := range writes[:apply] {
-			if strings.HasSuffix(w, "/virtplatformconfigs/"+name.Name+"/status") {
-				statusWrites = append(statusWrites, w)
-			}
+		Expect(pause).To(BeNumerically(">=", 0), "writes: %v", writes)
+		Expect(apply).To(BeNumerically(">", pause), "writes: %v", writes)
+		resume := indexOf(writes[apply:], "PATCH /apis/machineconfiguration.openshift.io/v1/machineconfigpools/worker")
+		Expect(resume).To(BeNumerically(">", 0), "writes: %v", writes)
+		for _, at := range []int{pause, apply, apply + resume} {
+			Expect(writes[at-1]).To(HaveSuffix("/virtplatformconfigs/"+name.Name+"/status"), "writes: %v", writes)
 		}
-		Expect(statusWrites).NotTo(BeEmpty(), "writes before the apply: %v", writes[:apply])
+		pool := object(poolGVK, types.NamespacedName{Name: "worker"})
+		Expect(k8s.Get(ctx, types.NamespacedName{Name: "worker"}, pool)).To(Succeed())
+		Expect(targets.PoolPaused(pool)).To(BeFalse())
+		Expect(targets.PausedBy(pool)).To(BeEmpty())
 
 		Consistently(func(g Gomega) {
 			g.Expect(k8s.Get(ctx, name, probe)).To(Succeed())

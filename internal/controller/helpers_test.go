@@ -24,6 +24,7 @@ import (
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
 	"github.com/kubevirt/virt-advisor-operator/internal/plan"
 	"github.com/kubevirt/virt-advisor-operator/internal/profiles/loadaware"
+	"github.com/kubevirt/virt-advisor-operator/internal/targets"
 	"github.com/kubevirt/virt-advisor-operator/internal/testenv"
 )
 
@@ -32,6 +33,7 @@ const configName = "load-aware-rebalancing"
 var (
 	deschedulerGVK = schema.GroupVersionKind{Group: "operator.openshift.io", Version: "v1", Kind: "KubeDescheduler"}
 	mcGVK          = schema.GroupVersionKind{Group: "machineconfiguration.openshift.io", Version: "v1", Kind: "MachineConfig"}
+	poolGVK        = schema.GroupVersionKind{Group: "machineconfiguration.openshift.io", Version: "v1", Kind: "MachineConfigPool"}
 	mcpGVK         = schema.GroupVersionKind{Group: "machineconfiguration.openshift.io", Version: "v1", Kind: "MachineConfigPool"}
 	deschedulerKey = types.NamespacedName{Namespace: loadaware.DeschedulerNamespace, Name: loadaware.DeschedulerName}
 	psiKey         = types.NamespacedName{Name: loadaware.PSIMachineConfigName}
@@ -60,6 +62,8 @@ func resetCluster() {
 			"apply", "-f", testenv.Path("config", "samples", "mock_baseline_resources.yaml"))
 		return err
 	}).Should(Succeed())
+	kubectl("patch", "mcp", "worker", "--type=merge", "-p",
+		`{"spec":{"paused":false},"metadata":{"annotations":{"`+targets.PausedByAnnotation+`":null}}}`)
 	rolloutPool()
 }
 

@@ -3,9 +3,11 @@ package controller_test
 import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/types"
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
 	"github.com/kubevirt/virt-advisor-operator/internal/profiles/loadaware"
+	"github.com/kubevirt/virt-advisor-operator/internal/targets"
 )
 
 const statusPath = "virtplatformconfigs/" + configName + "/status"
@@ -48,7 +50,7 @@ var _ = Describe("Resuming after a crash", func() {
 		Entry("with bypassOptimisticLock", true),
 	)
 
-	It("rule 14: a MachineConfig applied just before the operator died waits for the rollout it started, judged against the pool as it was before the apply", func() {
+	It("rule 14: a MachineConfig applied just before the operator died, its pool paused, is not applied again; the pool is resumed and the rollout judged by what the pool runs", func() {
 		createConfig(advisorv1alpha1.VirtPlatformConfigSpec{Action: advisorv1alpha1.ActionDryRun})
 		waitPhase(advisorv1alpha1.PhaseReviewRequired)
 		mark := requests.mark()
@@ -59,8 +61,10 @@ var _ = Describe("Resuming after a crash", func() {
 		Eventually(lost.fired).Should(BeClosed())
 		stopManager()
 		faults.clear()
-		before := item(getConfig(), loadaware.ItemPSI)
-		Expect(before.HealthBaseline).NotTo(BeEmpty(), "the pool baseline was persisted before the apply")
+		pool := object(poolGVK, types.NamespacedName{Name: "worker"})
+		Expect(k8s.Get(ctx, types.NamespacedName{Name: "worker"}, pool)).To(Succeed())
+		Expect(targets.PoolPaused(pool)).To(BeTrue(), "the operator died holding the pool's pause")
+		Expect(targets.PausedBy(pool)).To(ConsistOf(configName))
 
 		startManager()
 		poke()
@@ -68,7 +72,11 @@ var _ = Describe("Resuming after a crash", func() {
 		Consistently(itemState).WithArguments(loadaware.ItemPSI).Should(Equal(advisorv1alpha1.ItemInProgress),
 			"a pool that was Updated before the apply proves nothing")
 		Expect(requests.writesSince(mark, "machineconfigs/"+loadaware.PSIMachineConfigName)).To(HaveLen(1))
-		Expect(item(getConfig(), loadaware.ItemPSI).HealthBaseline).To(Equal(before.HealthBaseline))
+		Eventually(func(g Gomega) {
+			g.Expect(k8s.Get(ctx, types.NamespacedName{Name: "worker"}, pool)).To(Succeed())
+			g.Expect(targets.PoolPaused(pool)).To(BeFalse())
+			g.Expect(targets.PausedBy(pool)).To(BeEmpty())
+		}).Should(Succeed(), "the fresh operator resumes the pool it paused")
 		rolloutPool()
 		waitPhase(advisorv1alpha1.PhaseCompleted)
 		Expect(requests.writesSince(mark, "machineconfigs/"+loadaware.PSIMachineConfigName)).To(HaveLen(1))

@@ -17,6 +17,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -32,6 +34,7 @@ import (
 	"github.com/kubevirt/virt-advisor-operator/internal/plan"
 	"github.com/kubevirt/virt-advisor-operator/internal/profiles"
 	"github.com/kubevirt/virt-advisor-operator/internal/profiles/loadaware"
+	"github.com/kubevirt/virt-advisor-operator/internal/targets"
 	"github.com/kubevirt/virt-advisor-operator/internal/testenv"
 )
 
@@ -156,6 +159,7 @@ var _ = BeforeSuite(func() {
 
 	kubectl("apply", "-f", testenv.Path("config", "samples", "mock_baseline_resources.yaml"))
 	rolloutPool()
+	go observePools(ctx)
 })
 
 var _ = AfterSuite(func() {
@@ -203,6 +207,32 @@ func rolloutPool() {
 	GinkgoHelper()
 	out, err := run(testenv.Path("hack", "simulate-pool-rollout.sh"), "worker")
 	Expect(err).NotTo(HaveOccurred(), out)
+}
+
+// observePools plays the part of the Machine Config Operator that every sync of a pool
+// does: it reports the pool's latest generation as observed (a pause, a resume), and
+// nothing else. When a rollout finishes stays the tests' choice (rolloutPool).
+func observePools(ctx context.Context) {
+	defer GinkgoRecover()
+	for ctx.Err() == nil {
+		pools := &unstructured.UnstructuredList{}
+		pools.SetGroupVersionKind(targets.MachineConfigPool.ListGVK("v1"))
+		if err := k8s.List(ctx, pools); err == nil {
+			for i := range pools.Items {
+				pool := &pools.Items[i]
+				observed, _, _ := unstructured.NestedInt64(pool.Object, "status", "observedGeneration")
+				if observed == pool.GetGeneration() {
+					continue
+				}
+				patch := fmt.Sprintf(`{"status":{"observedGeneration":%d}}`, pool.GetGeneration())
+				_ = k8s.Status().Patch(ctx, pool, client.RawPatch(types.MergePatchType, []byte(patch)))
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // degradePool reports the worker pool Degraded.

@@ -29,6 +29,9 @@ type Inputs struct {
 	// PSIEffective: the worker pool's current rendered configuration already carries psi=1,
 	// so adding it reboots nothing.
 	PSIEffective bool `json:"psiEffective,omitempty"`
+	// MastersSchedulable: the control plane nodes run workloads (a compact cluster), so
+	// they need psi=1 too.
+	MastersSchedulable bool `json:"mastersSchedulable,omitempty"`
 }
 
 // LiveDescheduler is what the plan keeps of the live KubeDescheduler.
@@ -72,6 +75,9 @@ func ReadInputs(ctx context.Context, reader client.Reader, o *advisorv1alpha1.Lo
 	if *o.EnablePSIMetrics {
 		reads = append(reads, func() (err error) {
 			in.PSIEffective, err = psiAlreadyEffective(ctx, reader)
+			return err
+		}, func() (err error) {
+			in.MastersSchedulable, err = targets.MastersSchedulable(ctx, reader)
 			return err
 		})
 	}

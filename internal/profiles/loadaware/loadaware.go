@@ -29,10 +29,14 @@ const (
 	DeschedulerName      = targets.KubeDeschedulerName
 	// PSIMachineConfigName is the MachineConfig that adds psi=1 to worker nodes.
 	PSIMachineConfigName = "99-worker-psi-karg"
+	// PSIMasterMachineConfigName adds psi=1 to the control plane nodes of a compact
+	// cluster, whose control plane nodes run VMs.
+	PSIMasterMachineConfigName = "99-master-psi-karg"
 
 	// ItemDescheduler and ItemPSI name the plan items.
 	ItemDescheduler = "enable-load-aware-descheduling"
 	ItemPSI         = "enable-psi-metrics"
+	ItemPSIMasters  = "enable-psi-metrics-masters"
 
 	// Defaults of the options; the CRD declares the same ones.
 	defaultIntervalSeconds = 60
@@ -48,7 +52,7 @@ const (
 // +kubebuilder:rbac:groups=operator.openshift.io,resources=kubedeschedulers,verbs=get;list;watch
 // +kubebuilder:rbac:groups=operator.openshift.io,resources=kubedeschedulers,verbs=create;patch,resourceNames=cluster
 // +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigs,verbs=get;list;watch
-// +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigs,verbs=create;patch,resourceNames=99-worker-psi-karg
+// +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigs,verbs=create;patch,resourceNames=99-worker-psi-karg;99-master-psi-karg
 // +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigpools,verbs=get;list;watch
 // +kubebuilder:rbac:groups=hco.kubevirt.io,resources=hyperconvergeds,verbs=get;list;watch
 

@@ -49,6 +49,9 @@ func RenderItems(o *advisorv1alpha1.LoadAwareOptions, in Inputs) ([]plan.Item, e
 	items := []plan.Item{deschedulerItem(o, in, chosen, why)}
 	if *o.EnablePSIMetrics {
 		items = append(items, psiItem(in.PSIEffective))
+		if in.MastersSchedulable {
+			items = append(items, psiMasterItem())
+		}
 	}
 	return items, nil
 }
@@ -232,6 +235,27 @@ func psiItem(effective bool) plan.Item {
 			"rendered configuration already has: no reboot is expected", PSIMachineConfigName)
 	}
 	return item
+}
+
+// psiMasterItem adds psi=1 to the control plane nodes of a cluster that runs workloads on
+// them (a compact cluster): the descheduler relieves them too.
+func psiMasterItem() plan.Item {
+	desired := &unstructured.Unstructured{Object: map[string]any{
+		"spec": map[string]any{
+			"config":          map[string]any{"ignition": map[string]any{"version": "3.2.0"}},
+			"kernelArguments": []any{"psi=1"},
+		},
+	}}
+	desired.SetGroupVersionKind(targets.MachineConfig.GVK)
+	desired.SetName(PSIMasterMachineConfigName)
+	desired.SetLabels(map[string]string{"machineconfiguration.openshift.io/role": "master"})
+	return plan.Item{
+		Name:    ItemPSIMasters,
+		Desired: desired,
+		Impact:  advisorv1alpha1.ImpactHigh,
+		Message: fmt.Sprintf("the control plane nodes run workloads (Scheduler cluster spec.mastersSchedulable): MachineConfig %s "+
+			"adds the kernel argument psi=1 to them; the Machine Config Operator reboots them one by one", PSIMasterMachineConfigName),
+	}
 }
 
 func toAny(ss []string) []any {

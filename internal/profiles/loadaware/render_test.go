@@ -305,6 +305,11 @@ func TestRenderItems(t *testing.T) {
 			in:   loadaware.Inputs{Schema: s420, Descheduler: live("AffinityAndTaints", "KubeVirtRelieveAndMigrate"), PSIEffective: true},
 		},
 		{
+			name: "when the control plane nodes run workloads, it should plan psi=1 for the master pool too",
+			opts: options(advisorv1alpha1.LoadAwareOptions{}),
+			in:   loadaware.Inputs{Schema: s420, Descheduler: live("AffinityAndTaints", "KubeVirtRelieveAndMigrate"), MastersSchedulable: true},
+		},
+		{
 			name: "when PSI metrics are off, it should plan only the KubeDescheduler even if psi=1 is effective",
 			opts: options(noPSI),
 			in:   loadaware.Inputs{Schema: s420, Descheduler: live("AffinityAndTaints", "KubeVirtRelieveAndMigrate"), PSIEffective: true},

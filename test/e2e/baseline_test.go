@@ -30,18 +30,15 @@ var _ = Describe("An administrator laying down the platform baseline with kubect
 		Expect(err).NotTo(HaveOccurred(), out+errOut)
 	}
 
-	// rollOutUntilCompleted plays the Machine Config Operator for the worker pool whenever
-	// the item in progress waits for it, until the config is Completed.
-	rollOutUntilCompleted := func() {
+	// waitUntilCompleted waits, while the pool simulator rolls out each node change the items
+	// make, until the config is Completed.
+	waitUntilCompleted := func() {
 		GinkgoHelper()
 		Eventually(func(g Gomega) {
 			out, errOut, err := runKubectl("get", baselineVPC, "-o",
 				`jsonpath={.status.phase}{"\n"}{range .status.items[?(@.state=="InProgress")]}{.message}{end}`)
 			g.Expect(err).NotTo(HaveOccurred(), errOut)
 			phase, waiting, _ := strings.Cut(out, "\n")
-			if strings.Contains(waiting, "MachineConfigPool worker") {
-				script("simulate-pool-rollout.sh", "worker")
-			}
 			g.Expect(phase).To(Equal("Completed"), "item in progress: %s", waiting)
 		}).WithTimeout(3 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
 	}
@@ -59,7 +56,7 @@ var _ = Describe("An administrator laying down the platform baseline with kubect
 		swapExisted = err == nil
 		By("setting up the worker pool, three labelled workers and the Self Node Remediation template")
 		kubectl("apply", "-f", testenv.Path("config", "samples", "mock_baseline_resources.yaml"))
-		script("simulate-pool-rollout.sh", "worker")
+		waitForWorkerPool(admin)
 		kubectl("apply", "-f", testenv.Path("test", "e2e", "testdata", "platform_baseline_cluster.yaml"))
 		Expect(kubectl("get", "nodes", "-l", "node-role.kubernetes.io/worker", "-o", "name")).
 			To(ContainSubstring("node/baseline-worker-2"))
@@ -74,7 +71,7 @@ var _ = Describe("An administrator laying down the platform baseline with kubect
 			written = append(written, "machineconfig/90-worker-kubelet-swap")
 		}
 		kubectl(append([]string{"delete", "--ignore-not-found"}, written...)...)
-		script("simulate-pool-rollout.sh", "worker")
+		waitForWorkerPool(admin)
 	})
 
 	It("sees the platform-baseline profile advertised before creating anything", func() {
@@ -166,7 +163,7 @@ spec:
 
 	It("approves with the command the status gives, and waits for Completed while the worker pool rolls out each node change", func() {
 		approveAsGiven()
-		rollOutUntilCompleted()
+		waitUntilCompleted()
 		kubectl("wait", baselineVPC, "--for=condition=Ready", "--timeout=60s")
 		Expect(kubectl("get", baselineVPC)).To(MatchRegexp(`Apply\s+Completed\s+High\s+4/4`))
 		Expect(strings.Fields(jsonpath(baselineVPC, "{.status.items[*].state}"))).To(Equal([]string{
@@ -246,7 +243,7 @@ spec:
 
 	It("approves the new item with the command the status gives and finds the MetalLB deployed", func() {
 		approveAsGiven()
-		rollOutUntilCompleted()
+		waitUntilCompleted()
 		kubectl("wait", baselineVPC, "--for=condition=Ready", "--timeout=60s")
 		// The plan changed only the MetalLB; the other targets already matched it.
 		Expect(kubectl("get", baselineVPC)).To(MatchRegexp(`Apply\s+Completed\s+Low\s+5/5`))

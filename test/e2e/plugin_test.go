@@ -48,10 +48,10 @@ func pluginBinary() string {
 	return filepath.Join(filepath.Dir(managerBin), "kubectl-virt_advisor")
 }
 
-// startPluginCluster starts a control plane with this project's CRD, the base test CRDs and
-// the 4.20 KubeDescheduler, the manager and the pool simulator; all stop when the calling
-// container ends.
-func startPluginCluster() *pluginCluster {
+// startPluginCluster starts a control plane with this project's CRD, the base test CRDs, the
+// 4.20 KubeDescheduler and the upstream CRDs given (files of upstreamCRDFiles' form), the
+// manager and the pool simulator; all stop when the calling container ends.
+func startPluginCluster(upstream ...string) *pluginCluster {
 	GinkgoHelper()
 	bin := pluginBinary()
 	_, err := os.Stat(bin)
@@ -64,6 +64,11 @@ func startPluginCluster() *pluginCluster {
 
 	pluginEnv, err := testenv.New(testenv.OwnCRDs, testenv.BaseCRDs, testenv.DeschedulerCRDs("4.20"))
 	Expect(err).NotTo(HaveOccurred())
+	for _, f := range upstream {
+		crd, err := testenv.ReadCRD(upstreamCRD(f))
+		Expect(err).NotTo(HaveOccurred())
+		pluginEnv.CRDs = append(pluginEnv.CRDs, crd)
+	}
 	_, err = pluginEnv.Start()
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func(e *envtest.Environment) { Expect(e.Stop()).To(Succeed()) }, pluginEnv)

@@ -12,19 +12,21 @@
 //     block to the next (a block that needs a plan hash reads it itself), and no block writes
 //     files, so a reader can run any block of a page as it stands.
 //   - The working directory is the repository root (config/samples/... paths work). PATH
-//     starts with the control plane's kubectl, then hack/ (simulate-pool-rollout.sh), then
-//     bin/ (the kubectl plugin `kubectl virt-advisor`, built by `make build`). KUBECONFIG is
-//     the administrator's; HOME and TMPDIR are the test's own.
-//   - Blocks wait with `kubectl wait --for=... --timeout=...`, never with sleep, and where a
-//     real cluster's Machine Config Operator would roll a MachineConfigPool out, the page says
-//     so and plays it with hack/simulate-pool-rollout.sh.
+//     starts with the control plane's kubectl, then bin/ (the kubectl plugin `kubectl
+//     virt-advisor`, built by `make build`). KUBECONFIG is the administrator's; HOME and
+//     TMPDIR are the test's own.
+//   - Blocks wait with `kubectl wait --for=... --timeout=...`, never with sleep. Where the
+//     Machine Config Operator rolls a MachineConfigPool out on OpenShift, the pool simulator
+//     (test/poolsim, the library of hack/poolsim) does it here, on its own, as the guide's
+//     setup runs it: two worker Nodes, worker-0 and worker-1, the operator's render delay
+//     and a short reboot per node.
 //
 // The control plane is the one `make test-e2e` uses: this project's CRD, MachineConfig,
 // MachineConfigPool, HyperConverged, the 4.20 KubeDescheduler, and the upstream CRDs of
 // KubeletConfig, NodeHealthCheck and SelfNodeRemediationTemplate (testenv.UpstreamCRDs),
 // plus prometheus-operator's PrometheusRule and ServiceMonitor. The operator is the manager
 // binary (MANAGER_BINARY), running as its ServiceAccount with exactly the RBAC of
-// dist/install.yaml; the control plane has no nodes to run its Deployment on.
+// dist/install.yaml; the control plane runs no pods, so there is no Deployment.
 //
 // A shell block that cannot run there (installing into a real cluster, for instance) is a
 // plain "sh" block listed in untestedBlocks with the reason; TestGuidePages fails on any
@@ -43,9 +45,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubevirt/virt-advisor-operator/internal/testenv"
+	"github.com/kubevirt/virt-advisor-operator/test/poolsim"
 	"github.com/kubevirt/virt-advisor-operator/test/satoken"
 )
 
@@ -87,13 +93,14 @@ kubectl label namespace virt-advisor-operator-system pod-security.kubernetes.io/
 		{text: `kubectl apply --server-side -f dist/install.yaml
 kubectl -n virt-advisor-operator-system rollout status deployment/virt-advisor-operator-controller-manager --timeout=5m`,
 			reason: noNodes + "; make test-install applies dist/install.yaml on a control plane"},
-		{text: `make envtest build controlplane
-export KUBECONFIG=/tmp/virt-advisor.kubeconfig PATH="$(make -s envtest):$PWD/hack:$PWD/bin:$PATH"
+		{text: `make envtest build controlplane poolsim
+export KUBECONFIG=/tmp/virt-advisor.kubeconfig PATH="$(make -s envtest):$PWD/bin:$PATH"
 bin/controlplane --write-kubeconfig "$KUBECONFIG" &
 until kubectl get namespace default >/dev/null 2>&1; do sleep 1; done
 kubectl create namespace virt-advisor-operator-system
-bin/manager --namespace=virt-advisor-operator-system --metrics-bind-address=0 --health-probe-bind-address=0 &`,
-			reason: "starts the local control plane and the operator this test itself provides"},
+bin/manager --namespace=virt-advisor-operator-system --metrics-bind-address=0 --health-probe-bind-address=0 &
+bin/poolsim --workers 2 --reboot-time 2s >/tmp/virt-advisor-poolsim.log &`,
+			reason: "starts the local control plane, the operator and the pool simulator this test itself provides"},
 	},
 	"alerts.md": {
 		{text: `helm upgrade virt-advisor-operator dist/chart --namespace virt-advisor-operator-system --reuse-values \
@@ -174,13 +181,22 @@ func TestGuide(t *testing.T) {
 		blocks, pagesRun, untestedRun)
 }
 
-// controlPlane is the running control plane and operator the blocks talk to.
+// controlPlane is the running control plane, operator and pool simulator the blocks talk to.
 type controlPlane struct {
 	// env is what every block runs with.
 	env []string
-	// managerLog is the operator's log file.
+	// managerLog is the operator's log file, poolSimLog the pool simulator's.
 	managerLog string
+	poolSimLog string
 }
+
+// The pool simulator of the guide's control plane: as the guide's setup runs hack/poolsim
+// (docs/guide/getting-started.md), with two workers, the Machine Config Operator's render
+// delay and a 2-second reboot per node.
+const (
+	guideWorkers    = 2
+	guideRebootTime = 2 * time.Second
+)
 
 // startControlPlane starts the control plane and the operator; both stop when t ends.
 func startControlPlane(t *testing.T, managerBin string) *controlPlane {
@@ -216,7 +232,12 @@ func startControlPlane(t *testing.T, managerBin string) *controlPlane {
 			t.Fatalf("%v", err)
 		}
 	}
-	cp := &controlPlane{env: blockEnv(kubeconfig, work), managerLog: filepath.Join(work, "manager.log")}
+	cp := &controlPlane{
+		env:        blockEnv(kubeconfig, work),
+		managerLog: filepath.Join(work, "manager.log"),
+		poolSimLog: filepath.Join(work, "poolsim.log"),
+	}
+	cp.startPoolSimulator(t, env.Config)
 
 	// The operator runs on the credentials it has in a cluster: a token of its
 	// ServiceAccount, bound by exactly the RBAC of dist/install.yaml (which also creates its
@@ -263,6 +284,38 @@ func startControlPlane(t *testing.T, managerBin string) *controlPlane {
 	return cp
 }
 
+// startPoolSimulator runs the pool simulator, which plays the Machine Config Operator, with
+// the guide's workers, until t ends (before the control plane stops).
+func (cp *controlPlane) startPoolSimulator(t *testing.T, cfg *rest.Config) {
+	t.Helper()
+	// The simulator's informers log through controller-runtime; what the simulator does is
+	// in its own log.
+	ctrllog.SetLogger(logr.Discard())
+	log, err := os.Create(cp.poolSimLog)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	sim, err := poolsim.New(cfg, poolsim.Options{
+		RenderDelay: poolsim.DefaultRenderDelay, RebootTime: guideRebootTime, Out: log,
+	})
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- sim.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("the pool simulator: %v", err)
+		}
+		_ = log.Close()
+	})
+	if _, err := sim.CreateNodes(context.Background(), "worker", guideWorkers); err != nil {
+		t.Fatalf("%v", err)
+	}
+}
+
 // stopManager interrupts the manager and kills it if it does not stop in time.
 func stopManager(t *testing.T, manager *exec.Cmd) {
 	t.Helper()
@@ -278,21 +331,21 @@ func stopManager(t *testing.T, manager *exec.Cmd) {
 }
 
 // blockEnv is the environment of every block: the administrator's kubeconfig, the control
-// plane's kubectl first on PATH, then hack/ and bin/, and a HOME and TMPDIR of the test's own.
+// plane's kubectl first on PATH, then bin/, and a HOME and TMPDIR of the test's own.
 func blockEnv(kubeconfig, work string) []string {
-	path := strings.Join([]string{
-		os.Getenv("KUBEBUILDER_ASSETS"), testenv.Path("hack"), testenv.Path("bin"), os.Getenv("PATH"),
+	searchPath := strings.Join([]string{
+		os.Getenv("KUBEBUILDER_ASSETS"), testenv.Path("bin"), os.Getenv("PATH"),
 	}, string(os.PathListSeparator))
 	replaced := map[string]string{
 		"KUBECONFIG": kubeconfig,
-		"PATH":       path,
+		"PATH":       searchPath,
 		"HOME":       filepath.Join(work, "home"),
 		"TMPDIR":     filepath.Join(work, "tmp"),
 	}
 	env := make([]string, 0, len(os.Environ())+len(replaced))
 	for _, kv := range os.Environ() {
 		key, _, _ := strings.Cut(kv, "=")
-		// KUBECTL would make hack/ scripts use another kubectl than the one on PATH.
+		// KUBECTL would name another kubectl than the one on PATH.
 		if _, ok := replaced[key]; ok || key == "KUBECTL" {
 			continue
 		}
@@ -342,8 +395,10 @@ func (cp *controlPlane) runBlock(t *testing.T, p page, i int, b block) {
 			err = fmt.Errorf("%w (timed out after %s)", err, blockTimeout)
 		}
 		managerLog, _ := os.ReadFile(cp.managerLog)
-		t.Fatalf("%s failed: %v\n--- block\n%s\n--- output\n%s\n--- operator log (last 40 lines)\n%s",
-			where, err, b.text, out, tail(string(managerLog), 40))
+		poolSimLog, _ := os.ReadFile(cp.poolSimLog)
+		t.Fatalf("%s failed: %v\n--- block\n%s\n--- output\n%s\n--- operator log (last 40 lines)\n%s\n"+
+			"--- pool simulator log (last 20 lines)\n%s",
+			where, err, b.text, out, tail(string(managerLog), 40), tail(string(poolSimLog), 20))
 	}
 	t.Logf("%s (%s)\n$ %s\n%s", where, time.Since(start).Round(100*time.Millisecond),
 		strings.ReplaceAll(b.text, "\n", "\n$ "), out)

@@ -28,6 +28,10 @@
 // binary (MANAGER_BINARY), running as its ServiceAccount with exactly the RBAC of
 // dist/install.yaml; the control plane runs no pods, so there is no Deployment.
 //
+// The command blocks of the repository's README.md run the same way (TestReadme), on a
+// control plane of their own, set up as `make demo` sets up its own: the samples' mock
+// baseline, and the worker pool rolled out.
+//
 // A shell block that cannot run there (installing into a real cluster, for instance) is a
 // plain "sh" block listed in untestedBlocks with the reason; TestGuidePages fails on any
 // other shell block that is not marked "sh test".
@@ -40,6 +44,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -85,7 +90,21 @@ const noNodes = "installs the operator's Deployment, which needs a cluster that 
 
 // untestedBlocks are the shell blocks of each page that are not run, by page.
 var untestedBlocks = map[string][]untested{
-	"getting-started.md": {
+	readmePage: {
+		{text: `make demo   # the whole workflow on a local control plane (builds everything it needs)
+make test   # everything CI runs`,
+			reason: "runs the demo and every test, this one among them; make test runs the demo with DEMO_EXIT=1 " +
+				"(make demo-check), which exits at its end instead of waiting for Ctrl-C"},
+		{text: `make build-installer IMG=<registry>/virt-advisor-operator:<tag>   # writes dist/install.yaml
+kubectl apply --server-side -f dist/install.yaml`,
+			reason: "builds the installer for an image of your registry and " + noNodes +
+				"; make test-install applies dist/install.yaml on a control plane"},
+		{text: `helm install virt-advisor-operator dist/chart --namespace virt-advisor-operator-system --create-namespace \
+  --set image.tag=<tag> --set serviceMonitor.enabled=true --set prometheusRule.enabled=true`,
+			reason: noNodes + "; make test-install installs the chart, its ServiceMonitor and PrometheusRule " +
+				"included, on a control plane"},
+	},
+	guidePage("getting-started.md"): {
 		{text: `helm install virt-advisor-operator dist/chart \
   --namespace virt-advisor-operator-system --create-namespace --set image.tag=<tag>
 kubectl label namespace virt-advisor-operator-system pod-security.kubernetes.io/enforce=restricted`,
@@ -102,19 +121,19 @@ bin/manager --namespace=virt-advisor-operator-system --metrics-bind-address=0 --
 bin/poolsim --workers 2 --reboot-time 2s >/tmp/virt-advisor-poolsim.log &`,
 			reason: "starts the local control plane, the operator and the pool simulator this test itself provides"},
 	},
-	"alerts.md": {
+	guidePage("alerts.md"): {
 		{text: `helm upgrade virt-advisor-operator dist/chart --namespace virt-advisor-operator-system --reuse-values \
   --set serviceMonitor.enabled=true --set prometheusRule.enabled=true \
   --set serviceMonitor.labels.release=kube-prometheus-stack --set prometheusRule.labels.release=kube-prometheus-stack`,
 			reason: "upgrades a Helm release, and the operator here was not installed with Helm (" + noNodes +
 				"); make test-install renders and installs the chart's PrometheusRule and ServiceMonitor"},
 	},
-	"troubleshooting.md": {
+	guidePage("troubleshooting.md"): {
 		{text: `kubectl logs -n virt-advisor-operator-system deployment/virt-advisor-operator-controller-manager --tail=100`,
 			reason: "reads the log of the operator's pod; the test control plane runs no pods, and the test " +
 				"prints the manager binary's log when a block fails"},
 	},
-	"uninstall.md": {
+	guidePage("uninstall.md"): {
 		{text: `helm uninstall virt-advisor-operator --namespace virt-advisor-operator-system`,
 			reason: "uninstalls a Helm release, and the operator here was not installed with Helm; " +
 				"make test-install installs, upgrades and uninstalls the chart"},
@@ -151,7 +170,7 @@ func TestGuide(t *testing.T) {
 	}
 	pages := make([]page, 0, len(pageOrder))
 	for _, name := range pageOrder {
-		p, err := readPage(name)
+		p, err := readPage(guidePage(name))
 		if err != nil {
 			t.Fatalf("%v", err)
 		}
@@ -162,23 +181,31 @@ func TestGuide(t *testing.T) {
 
 	blocks, pagesRun, untestedRun := 0, 0, 0
 	for _, p := range pages {
-		ok := t.Run(strings.TrimSuffix(p.name, ".md"), func(t *testing.T) {
+		ok := t.Run(strings.TrimSuffix(path.Base(p.name), ".md"), func(t *testing.T) {
 			pagesRun++
 			untestedRun += len(untestedBlocks[p.name])
-			for i, b := range p.blocks {
-				if !b.tested() {
-					continue
-				}
-				blocks++
-				cp.runBlock(t, p, i, b)
-			}
+			blocks += cp.runBlocks(t, p)
 		})
 		if !ok {
-			t.Fatalf("stopped after docs/guide/%s: the pages after it start from the state it leaves", p.name)
+			t.Fatalf("stopped after %s: the pages after it start from the state it leaves", p.name)
 		}
 	}
 	t.Logf("ran %d blocks of %d pages; %d shell blocks of those pages are deliberately untested (untestedBlocks)",
 		blocks, pagesRun, untestedRun)
+}
+
+// runBlocks runs the tested blocks of p in order and returns how many it ran.
+func (cp *controlPlane) runBlocks(t *testing.T, p page) int {
+	t.Helper()
+	n := 0
+	for i, b := range p.blocks {
+		if !b.tested() {
+			continue
+		}
+		n++
+		cp.runBlock(t, p, i, b)
+	}
+	return n
 }
 
 // controlPlane is the running control plane, operator and pool simulator the blocks talk to.
@@ -384,7 +411,7 @@ func (cp *controlPlane) runBlock(t *testing.T, p page, i int, b block) {
 	defer cancel()
 	start := time.Now()
 	out, stderr, err := cp.runSplit(ctx, "bash", "-euo", "pipefail", "-c", b.text)
-	where := fmt.Sprintf("docs/guide/%s block %d (line %d)", p.name, i+1, b.line)
+	where := fmt.Sprintf("%s block %d (line %d)", p.name, i+1, b.line)
 	for _, line := range strings.Split(stderr, "\n") {
 		if strings.Contains(strings.ToLower(line), "warning") {
 			t.Errorf("%s printed a warning on stderr: %s", where, line)

@@ -148,12 +148,16 @@ run: manifests generate ## Run the manager against the cluster of the current ku
 	go run -ldflags "$(LDFLAGS)" ./cmd --leader-elect=false
 
 .PHONY: demo
-demo: envtest build controlplane ## Walk through plan → review → approve → rollout → drift on a local control plane (DEMO_EXIT=1 exits at the end).
+demo: envtest build controlplane poolsim ## Walk through plan → review → approve → rollout → drift on a local control plane (DEMO_EXIT=1 exits at the end).
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" MANAGER_BINARY="$(CURDIR)/bin/manager" hack/demo.sh
 
 .PHONY: controlplane
 controlplane: ## Build bin/controlplane: a local kube-apiserver + etcd with the CRDs installed.
 	go build -o bin/controlplane ./hack/controlplane
+
+.PHONY: poolsim
+poolsim: ## Build bin/poolsim: the pool simulator, which plays the Machine Config Operator on a control plane without machines.
+	go build -o bin/poolsim ./hack/poolsim
 
 .PHONY: docker-build
 docker-build: ## Build the operator image.

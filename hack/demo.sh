@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
 # `make demo`: the load-aware-rebalancing workflow on a local control plane, driven with
 # kubectl exactly as on a cluster: plan -> review the diffs -> approve -> rollout ->
-# Completed -> drift. With DEMO_EXIT=1 it exits after the walkthrough; otherwise it keeps
-# the control plane and the operator running for your own kubectl until Ctrl-C.
+# Completed -> drift. The pool simulator (bin/poolsim) plays the Machine Config Operator for
+# the whole walkthrough, with three worker Nodes. With DEMO_EXIT=1 it exits after the
+# walkthrough; otherwise it keeps the control plane, the simulator and the operator running
+# for your own kubectl until Ctrl-C.
 #
 # Needs KUBEBUILDER_ASSETS (kube-apiserver, etcd, kubectl) and MANAGER_BINARY; the
-# Makefile provides both.
+# Makefile provides both, and builds bin/controlplane and bin/poolsim.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 : "${KUBEBUILDER_ASSETS:?run this through make demo}"
 : "${MANAGER_BINARY:?run this through make demo}"
 CONTROLPLANE_BINARY=${CONTROLPLANE_BINARY:-$ROOT/bin/controlplane}
-export KUBECTL=$KUBEBUILDER_ASSETS/kubectl
+POOLSIM_BINARY=${POOLSIM_BINARY:-$ROOT/bin/poolsim}
 export PATH=$KUBEBUILDER_ASSETS:$PATH
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/virt-advisor-demo.XXXXXX")
@@ -34,6 +36,8 @@ fail() {
 	echo "demo: $*" >&2
 	echo "--- operator log (last 40 lines) ---" >&2
 	tail -n 40 "$WORK/manager.log" >&2 || true
+	echo "--- pool simulator log (last 20 lines) ---" >&2
+	tail -n 20 "$WORK/poolsim.log" >&2 || true
 	exit 1
 }
 
@@ -48,9 +52,22 @@ done
 grep -q '^ready$' "$WORK/controlplane.log" || fail "the control plane did not become ready"
 run kubectl get crd
 
+step "Starting the pool simulator: three worker Nodes, and the Machine Config Operator's part"
+"$POOLSIM_BINARY" --workers 3 --reboot-time 2s >"$WORK/poolsim.log" 2>&1 &
+pids+=($!)
+echo "pool simulator log: $WORK/poolsim.log"
+for _ in $(seq 60); do
+	[[ $(kubectl get nodes -o name 2>/dev/null | wc -l) -ge 3 ]] && break
+	kill -0 "${pids[1]}" 2>/dev/null || fail "the pool simulator stopped"
+	sleep 0.5
+done
+run kubectl get nodes
+
 step "Creating stand-ins for OpenShift Virtualization, the descheduler and the worker pool"
 run kubectl apply -f "$ROOT/config/samples/mock_baseline_resources.yaml"
-run "$ROOT/hack/simulate-pool-rollout.sh" worker
+echo "The simulator renders the pool's first configuration, and the workers join the pool on it:"
+run kubectl wait mcp/worker --for=condition=Updated --timeout=60s || fail "the worker pool did not roll out"
+run kubectl get mcp worker
 run kubectl create namespace virt-advisor-operator-system
 
 step "Starting the operator"
@@ -81,15 +98,18 @@ step "Approving exactly the plan shown: the command the status gives (action App
 run kubectl get vpc load-aware-rebalancing -o jsonpath='{.status.approval.command}{"\n"}'
 approve=$(kubectl get vpc load-aware-rebalancing -o jsonpath='{.status.approval.command}')
 [[ $approve == "kubectl patch vpc load-aware-rebalancing "* ]] || fail "the status gives no approval command"
+simulated=$(wc -l <"$WORK/poolsim.log")
 run bash -c "$approve"
 run kubectl wait vpc/load-aware-rebalancing --for=jsonpath='{.status.items[1].state}'=InProgress --timeout=60s ||
 	fail "the PSI MachineConfig was not applied"
 run kubectl get vpc load-aware-rebalancing -o jsonpath='{range .status.items[*]}{.name}{": "}{.state}{" - "}{.message}{"\n"}{end}'
 
-step "The Machine Config Operator reboots the workers into psi=1 (simulated here)"
-run "$ROOT/hack/simulate-pool-rollout.sh" worker
-run kubectl wait vpc/load-aware-rebalancing --for=condition=Completed --timeout=60s || fail "the plan did not complete"
+step "The Machine Config Operator renders the new configuration and reboots the workers into psi=1, one at a time (the pool simulator here)"
+run kubectl wait vpc/load-aware-rebalancing --for=condition=Completed --timeout=2m || fail "the plan did not complete"
 run kubectl get vpc load-aware-rebalancing
+echo "What the pool simulator did meanwhile:"
+tail -n +$((simulated + 1)) "$WORK/poolsim.log"
+run kubectl get mcp worker
 
 step "The result"
 run kubectl get kubedescheduler cluster -n openshift-kube-descheduler-operator -o jsonpath='{.spec}{"\n"}'
@@ -120,7 +140,7 @@ if [[ ${DEMO_EXIT:-} == 1 ]]; then
 	step "Demo complete"
 	exit 0
 fi
-step "The control plane and the operator keep running. In another terminal:"
+step "The control plane, the pool simulator and the operator keep running. In another terminal:"
 echo "  export KUBECONFIG=$KUBECONFIG PATH=$KUBEBUILDER_ASSETS:\$PATH"
 echo "  kubectl get vpc"
 echo "Press Ctrl-C to stop."

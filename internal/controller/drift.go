@@ -129,7 +129,7 @@ func (r *VirtPlatformConfigReconciler) refreshDrift(ctx context.Context, s *scop
 		}
 		item := &st.Items[i]
 		if dc.InSync {
-			if it.State == advisorv1alpha1.ItemPending && isCorrection(it) {
+			if it.State == advisorv1alpha1.ItemPending && isCorrection(it) && it.Change != advisorv1alpha1.ChangeNone {
 				item.Diff, item.Change = plan.NoChanges, advisorv1alpha1.ChangeNone
 				item.Conflicts = nil
 				s.setItemState(i, advisorv1alpha1.ItemCompleted, "back in sync: the out-of-band change was reverted")

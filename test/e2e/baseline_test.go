@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -30,18 +31,15 @@ var _ = Describe("An administrator laying down the platform baseline with kubect
 		Expect(err).NotTo(HaveOccurred(), out+errOut)
 	}
 
-	// rollOutUntilCompleted plays the Machine Config Operator for the worker pool whenever
-	// the item in progress waits for it, until the config is Completed.
-	rollOutUntilCompleted := func() {
+	// waitUntilCompleted waits, while the pool simulator rolls out each node change the items
+	// make, until the config is Completed.
+	waitUntilCompleted := func() {
 		GinkgoHelper()
 		Eventually(func(g Gomega) {
 			out, errOut, err := runKubectl("get", baselineVPC, "-o",
 				`jsonpath={.status.phase}{"\n"}{range .status.items[?(@.state=="InProgress")]}{.message}{end}`)
 			g.Expect(err).NotTo(HaveOccurred(), errOut)
 			phase, waiting, _ := strings.Cut(out, "\n")
-			if waitsForMachineConfigOperator(waiting) {
-				script("simulate-pool-rollout.sh", "worker")
-			}
 			g.Expect(phase).To(Equal("Completed"), "item in progress: %s", waiting)
 		}).WithTimeout(3 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
 	}
@@ -59,7 +57,7 @@ var _ = Describe("An administrator laying down the platform baseline with kubect
 		swapExisted = err == nil
 		By("setting up the worker pool, three labelled workers and the Self Node Remediation template")
 		kubectl("apply", "-f", testenv.Path("config", "samples", "mock_baseline_resources.yaml"))
-		script("simulate-pool-rollout.sh", "worker")
+		waitForWorkerPool(admin)
 		kubectl("apply", "-f", testenv.Path("test", "e2e", "testdata", "platform_baseline_cluster.yaml"))
 		Expect(kubectl("get", "nodes", "-l", "node-role.kubernetes.io/worker", "-o", "name")).
 			To(ContainSubstring("node/baseline-worker-2"))
@@ -74,7 +72,7 @@ var _ = Describe("An administrator laying down the platform baseline with kubect
 			written = append(written, "machineconfig/90-worker-kubelet-swap")
 		}
 		kubectl(append([]string{"delete", "--ignore-not-found"}, written...)...)
-		script("simulate-pool-rollout.sh", "worker")
+		waitForWorkerPool(admin)
 	})
 
 	It("sees the platform-baseline profile advertised before creating anything", func() {
@@ -166,7 +164,7 @@ spec:
 
 	It("approves with the command the status gives, and waits for Completed while the worker pool rolls out each node change", func() {
 		approveAsGiven()
-		rollOutUntilCompleted()
+		waitUntilCompleted()
 		kubectl("wait", baselineVPC, "--for=condition=Ready", "--timeout=60s")
 		Expect(kubectl("get", baselineVPC)).To(MatchRegexp(`Apply\s+Completed\s+High\s+4/4`))
 		Expect(strings.Fields(jsonpath(baselineVPC, "{.status.items[*].state}"))).To(Equal([]string{
@@ -187,18 +185,6 @@ spec:
 			To(Equal("self-node-remediation-automatic-strategy-template"))
 		managers := jsonpath("machineconfig/90-worker-kubelet-swap", "{.metadata.managedFields[*].manager}")
 		Expect(strings.Fields(managers)).To(ContainElement("virt-advisor-operator/platform-baseline"))
-	})
-
-	It("stays Completed, with no drift and no write, while the Machine Config Operator keeps only its own annotation on the KubeletConfig", func() {
-		// The pool simulator replaced the KubeletConfig's annotations with the operator's
-		// mc-name-suffix, as the Machine Config Operator does when it first renders it.
-		Expect(jsonpath("kubeletconfig/virt-advisor-kubelet", "{.metadata.annotations}")).
-			To(Equal(`{"machineconfiguration.openshift.io/mc-name-suffix":""}`))
-		version := jsonpath("kubeletconfig/virt-advisor-kubelet", "{.metadata.resourceVersion}")
-		Consistently(func() string { return jsonpath(baselineVPC, "{.status.phase}") }).
-			WithTimeout(time.Minute).WithPolling(2 * time.Second).Should(Equal("Completed"))
-		Expect(jsonpath("kubeletconfig/virt-advisor-kubelet", "{.metadata.resourceVersion}")).To(Equal(version),
-			"the KubeletConfig was not written again")
 	})
 
 	It("lists a config for every profile with kubectl get vpc", func() {
@@ -246,12 +232,75 @@ spec:
 
 	It("approves the new item with the command the status gives and finds the MetalLB deployed", func() {
 		approveAsGiven()
-		rollOutUntilCompleted()
+		waitUntilCompleted()
 		kubectl("wait", baselineVPC, "--for=condition=Ready", "--timeout=60s")
 		// The plan changed only the MetalLB; the other targets already matched it.
 		Expect(kubectl("get", baselineVPC)).To(MatchRegexp(`Apply\s+Completed\s+Low\s+5/5`))
 		Expect(jsonpath(baselineVPC, `{.status.items[?(@.name=="deploy-metallb")].state}`)).To(Equal("Completed"))
 		Expect(jsonpath("metallb/metallb", "{.metadata.labels.advisor\\.kubevirt\\.io/managed-by}", "-n", "metallb-system")).
 			To(Equal("virt-advisor-operator"))
+	})
+})
+
+var _ = Describe("An administrator laying down every component of the platform baseline with kubectl", Ordered, func() {
+	// A control plane of its own, with the operators the suite's has (the Machine Config
+	// Operator's KubeletConfig, the Node Health Check and Self Node Remediation operators):
+	// the KubeletConfig the plan creates is new to its pool simulator, as on a cluster that
+	// never had one, and the other containers' configs are left alone.
+	var pc *pluginCluster
+
+	BeforeAll(func() {
+		pc = startPluginCluster(upstreamCRDFiles...)
+		By("setting up the worker pool, three labelled workers and the Self Node Remediation template")
+		pc.kubectl("apply", "-f", testenv.Path("config", "samples", "mock_baseline_resources.yaml"))
+		pc.kubectl("apply", "-f", testenv.Path("test", "e2e", "testdata", "platform_baseline_cluster.yaml"))
+		pc.waitForWorkerPool()
+	})
+
+	ReportAfterEach(func(report SpecReport) {
+		if report.Failed() && pc != nil {
+			data, _ := os.ReadFile(pc.managerLog)
+			AddReportEntry("manager log (the full baseline's control plane)", string(data))
+			data, _ = os.ReadFile(pc.poolSimLog)
+			AddReportEntry("pool simulator log (the full baseline's control plane)", string(data))
+		}
+	})
+
+	It("approves the plan of the sample with every component configured with the command the status gives, and waits for Completed while the worker pool rolls out each node change", func() {
+		Eventually(func() string { return pc.jsonpath(baselineVPC, "{.status.phase}") }).Should(Equal("Ignored"))
+		pc.kubectl("apply", "-f", testenv.Path("config", "samples", "baseline_full_sample.yaml"))
+		pc.kubectl("wait", baselineVPC, "--for=condition=ReviewRequired", "--timeout=60s")
+		approve := pc.jsonpath(baselineVPC, "{.status.approval.command}")
+		Expect(approve).To(HavePrefix("kubectl patch vpc platform-baseline "))
+		// The command as given, run by a shell whose kubectl is the control plane's.
+		cmd := exec.Command("bash", "-c", approve+" --kubeconfig="+pc.kubeconfig)
+		cmd.Env = append(pc.env(), "PATH="+os.Getenv("KUBEBUILDER_ASSETS")+string(os.PathListSeparator)+os.Getenv("PATH"))
+		out, err := cmd.CombinedOutput()
+		Expect(err).NotTo(HaveOccurred(), string(out))
+
+		Eventually(func(g Gomega) {
+			out := pc.jsonpath(baselineVPC, `{.status.phase}{"\n"}{range .status.items[*]}{.name}={.state}: {.message}{"\n"}{end}`)
+			phase, items, _ := strings.Cut(out, "\n")
+			g.Expect(phase).To(Equal("Completed"), "items:\n%s", items)
+		}).WithTimeout(3 * time.Minute).WithPolling(500 * time.Millisecond).Should(Succeed())
+		pc.kubectl("wait", baselineVPC, "--for=condition=Ready", "--timeout=60s")
+		GinkgoWriter.Printf("=== kubectl get vpc platform-baseline ===\n%s=== end ===\n", pc.kubectl("get", baselineVPC))
+		for _, state := range strings.Fields(pc.jsonpath(baselineVPC, "{.status.items[*].state}")) {
+			Expect(state).To(BeElementOf("Completed", "Skipped"))
+		}
+		// The pool rolled out the KubeletConfig as the MachineConfig rendered from it.
+		Expect(pc.jsonpath("mcp/worker", "{.status.configuration.source[*].name}")).To(ContainSubstring("99-worker-generated-kubelet"))
+	})
+
+	It("stays Completed, with no drift and no write, while the Machine Config Operator keeps only its own annotation on the KubeletConfig", func() {
+		// The pool simulator replaced the KubeletConfig's annotations with the operator's
+		// mc-name-suffix, as the Machine Config Operator does when it first renders it.
+		Expect(pc.jsonpath("kubeletconfig/virt-advisor-kubelet", "{.metadata.annotations}")).
+			To(Equal(`{"machineconfiguration.openshift.io/mc-name-suffix":""}`))
+		version := pc.jsonpath("kubeletconfig/virt-advisor-kubelet", "{.metadata.resourceVersion}")
+		Consistently(func() string { return pc.jsonpath(baselineVPC, "{.status.phase}") }).
+			WithTimeout(time.Minute).WithPolling(2 * time.Second).Should(Equal("Completed"))
+		Expect(pc.jsonpath("kubeletconfig/virt-advisor-kubelet", "{.metadata.resourceVersion}")).To(Equal(version),
+			"the KubeletConfig was not written again")
 	})
 })

@@ -16,6 +16,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
@@ -36,6 +37,11 @@ var (
 	manager    *exec.Cmd
 	managerLog *os.File
 	managerBin string
+	// admin reads the control plane with the administrator's credentials.
+	admin client.Client
+	// poolSimLog is the log of the pool simulator; stopPoolSimulator stops it.
+	poolSimLog        string
+	stopPoolSimulator func()
 )
 
 func TestE2E(t *testing.T) {
@@ -59,6 +65,15 @@ var _ = BeforeSuite(func() {
 	workDir = GinkgoT().TempDir()
 	kubeconfig = filepath.Join(workDir, "kubeconfig")
 	Expect(os.WriteFile(kubeconfig, env.KubeConfig, 0o600)).To(Succeed())
+	admin, err = client.New(env.Config, client.Options{})
+	Expect(err).NotTo(HaveOccurred())
+
+	// The pool simulator plays the Machine Config Operator for the whole run. The pool's
+	// nodes are the workers of the platform-baseline cluster: three of them, labelled by Node
+	// Feature Discovery (the specs of that profile count them).
+	kubectl("apply", "-f", testenv.Path("test", "e2e", "testdata", "platform_baseline_cluster.yaml"))
+	poolSimLog = filepath.Join(workDir, "poolsim.log")
+	_, stopPoolSimulator = startPoolSimulator(env.Config, poolSimLog)
 
 	// The manager runs on the credentials it has in a cluster: a token of its ServiceAccount,
 	// bound by exactly the RBAC of dist/install.yaml (which also creates the namespace). A
@@ -79,6 +94,9 @@ var _ = BeforeSuite(func() {
 })
 
 var _ = AfterSuite(func() {
+	if stopPoolSimulator != nil {
+		stopPoolSimulator()
+	}
 	if manager != nil && manager.Process != nil {
 		_ = manager.Process.Signal(os.Interrupt)
 		done := make(chan struct{})
@@ -101,11 +119,15 @@ var _ = AfterSuite(func() {
 	}
 })
 
-// Show the manager's log for a failed spec.
+// Show the manager's and the pool simulator's logs for a failed spec.
 var _ = ReportAfterEach(func(report SpecReport) {
 	if report.Failed() && managerLog != nil {
 		data, _ := os.ReadFile(managerLog.Name())
 		AddReportEntry("manager log", string(data))
+	}
+	if report.Failed() && poolSimLog != "" {
+		data, _ := os.ReadFile(poolSimLog)
+		AddReportEntry("pool simulator log", string(data))
 	}
 })
 
@@ -185,20 +207,6 @@ func runWithEnv(bin string, args ...string) (string, string, error) {
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
 	return stdout.String(), stderr.String(), err
-}
-
-// waitsForMachineConfigOperator tells whether an item's message says it waits for what the
-// Machine Config Operator does: a pool's rollout, or the handling of a KubeletConfig.
-func waitsForMachineConfigOperator(message string) bool {
-	return strings.Contains(message, "MachineConfigPool worker") || strings.Contains(message, "the Machine Config Operator")
-}
-
-// script runs one of the project's scripts in hack/ against the control plane.
-func script(name string, args ...string) string {
-	GinkgoHelper()
-	out, errOut, err := runWithEnv(testenv.Path("hack", name), args...)
-	Expect(err).NotTo(HaveOccurred(), "%s %s\n%s%s", name, strings.Join(args, " "), out, errOut)
-	return out
 }
 
 func jsonpath(resource, path string, extra ...string) string {

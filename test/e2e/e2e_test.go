@@ -46,7 +46,7 @@ var _ = Describe("An administrator with kubectl", Ordered, func() {
 	BeforeAll(func() {
 		By("setting up the baseline resources of a cluster without OpenShift")
 		kubectl("apply", "-f", testenv.Path("config", "samples", "mock_baseline_resources.yaml"))
-		script("simulate-pool-rollout.sh", "worker")
+		waitForWorkerPool(admin)
 	})
 
 	It("applies the sample and waits for the plan to need review", func() {
@@ -73,7 +73,7 @@ var _ = Describe("An administrator with kubectl", Ordered, func() {
 		kubectl("patch", vpc, "--type=json", "-p", `[{"op":"replace","path":"/spec/action","value":"Apply"}]`)
 		kubectl("wait", vpc, `--for=jsonpath={.status.items[1].state}=InProgress`, "--timeout=60s")
 		Expect(jsonpath(vpc, "{.status.items[1].message}")).To(ContainSubstring("MachineConfigPool worker"))
-		script("simulate-pool-rollout.sh", "worker")
+		// The pool simulator renders the MachineConfig and reboots the workers one by one.
 		kubectl("wait", vpc, "--for=condition=Completed", "--timeout=60s")
 		kubectl("wait", vpc, "--for=condition=Ready", "--timeout=60s")
 		Expect(kubectl("get", vpc)).To(MatchRegexp(`Apply\s+Completed\s+High\s+2/2`))

@@ -15,7 +15,7 @@ var _ = Describe("An administrator raising VM density with kubectl", Ordered, fu
 	BeforeAll(func() {
 		By("setting up the baseline resources of a cluster without OpenShift")
 		kubectl("apply", "-f", testenv.Path("config", "samples", "mock_baseline_resources.yaml"))
-		script("simulate-pool-rollout.sh", "worker")
+		waitForWorkerPool(admin)
 	})
 
 	It("applies the higher-density sample with enableSwap: true and waits for the plan to need review", func() {
@@ -54,7 +54,7 @@ var _ = Describe("An administrator raising VM density with kubectl", Ordered, fu
 		kubectl("wait", densityVPC, `--for=jsonpath={.status.items[0].state}=InProgress`, "--timeout=60s")
 		Expect(jsonpath(densityVPC, "{.status.items[0].message}")).To(ContainSubstring("MachineConfigPool worker"))
 		Expect(jsonpath(densityVPC, "{.status.items[1].state}")).To(Equal("Pending"), "the HyperConverged waits for swap")
-		script("simulate-pool-rollout.sh", "worker")
+		// The pool simulator renders the MachineConfig and reboots the workers one by one.
 		kubectl("wait", densityVPC, "--for=condition=Completed", "--timeout=60s")
 		kubectl("wait", densityVPC, "--for=condition=Ready", "--timeout=60s")
 		Expect(kubectl("get", densityVPC)).To(MatchRegexp(`Apply\s+Completed\s+High\s+2/2`))

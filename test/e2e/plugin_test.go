@@ -15,20 +15,29 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/onsi/gomega/gexec"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/kubevirt/virt-advisor-operator/internal/testenv"
+	"github.com/kubevirt/virt-advisor-operator/test/poolsim"
 	"github.com/kubevirt/virt-advisor-operator/test/satoken"
 )
 
-// pluginCluster is a control plane with a manager of its own: the plugin drives the
-// load-aware workflow from the advertised config, whatever the other specs do with theirs.
+// pluginCluster is a control plane with a manager and a pool simulator of its own: the
+// plugin drives the load-aware workflow from the advertised config, whatever the other specs
+// do with theirs.
 type pluginCluster struct {
 	kubeconfig string
 	// pathDir holds only the plugin binary; it is put first on PATH for kubectl to find.
 	pathDir string
-	// managerLog is the log of the manager of this control plane.
+	// managerLog is the log of the manager of this control plane, poolSimLog the pool
+	// simulator's.
 	managerLog string
+	poolSimLog string
+	// client reads the control plane as its administrator.
+	client client.Client
+	// pools plays the Machine Config Operator on this control plane.
+	pools *poolsim.Simulator
 }
 
 // pluginBinary is the kubectl plugin under test: PLUGIN_BINARY, else next to the manager.
@@ -39,7 +48,10 @@ func pluginBinary() string {
 	return filepath.Join(filepath.Dir(managerBin), "kubectl-virt_advisor")
 }
 
-func startPluginCluster() *pluginCluster {
+// startPluginCluster starts a control plane with this project's CRD, the base test CRDs, the
+// 4.20 KubeDescheduler and the upstream CRDs given (files of upstreamCRDFiles' form), the
+// manager and the pool simulator; all stop when the calling container ends.
+func startPluginCluster(upstream ...string) *pluginCluster {
 	GinkgoHelper()
 	bin := pluginBinary()
 	_, err := os.Stat(bin)
@@ -52,10 +64,23 @@ func startPluginCluster() *pluginCluster {
 
 	pluginEnv, err := testenv.New(testenv.OwnCRDs, testenv.BaseCRDs, testenv.DeschedulerCRDs("4.20"))
 	Expect(err).NotTo(HaveOccurred())
+	for _, f := range upstream {
+		crd, err := testenv.ReadCRD(upstreamCRD(f))
+		Expect(err).NotTo(HaveOccurred())
+		pluginEnv.CRDs = append(pluginEnv.CRDs, crd)
+	}
 	_, err = pluginEnv.Start()
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func(e *envtest.Environment) { Expect(e.Stop()).To(Succeed()) }, pluginEnv)
 	Expect(os.WriteFile(pc.kubeconfig, pluginEnv.KubeConfig, 0o600)).To(Succeed())
+	pc.client, err = client.New(pluginEnv.Config, client.Options{})
+	Expect(err).NotTo(HaveOccurred())
+
+	// Registered after the control plane's cleanup, so it stops before the control plane.
+	pc.poolSimLog = filepath.Join(dir, "poolsim.log")
+	var stopPools func()
+	pc.pools, stopPools = startPoolSimulator(pluginEnv.Config, pc.poolSimLog)
+	DeferCleanup(stopPools)
 
 	// The manager runs on its ServiceAccount's token with the RBAC of dist/install.yaml.
 	pc.kubectl("apply", "--server-side", "-f", installRBAC())
@@ -153,13 +178,32 @@ func (pc *pluginCluster) jsonpath(resource, path string, extra ...string) string
 	return pc.kubectl(append([]string{"get", resource, "-o", "jsonpath=" + path}, extra...)...)
 }
 
-// rollOutWorkers plays the Machine Config Operator for the worker pool.
+// createWorkers creates three Ready worker Nodes (worker-0 to worker-2), the worker pool's.
+func (pc *pluginCluster) createWorkers() {
+	GinkgoHelper()
+	_, err := pc.pools.CreateNodes(context.Background(), "worker", 3)
+	Expect(err).NotTo(HaveOccurred())
+}
+
+// waitForWorkerPool waits until the worker pool has rolled out what its MachineConfigs hold.
+func (pc *pluginCluster) waitForWorkerPool() {
+	GinkgoHelper()
+	waitForWorkerPool(pc.client)
+}
+
+// holdWorkerPool pauses the worker pool, as an administrator does to choose when its nodes
+// reboot: the Machine Config Operator renders what changes but updates no node until
+// rollOutWorkers.
+func (pc *pluginCluster) holdWorkerPool() {
+	GinkgoHelper()
+	pc.kubectl("patch", "mcp", "worker", "--type=merge", "-p", `{"spec":{"paused":true}}`)
+}
+
+// rollOutWorkers unpauses the worker pool: the Machine Config Operator rolls it out, one
+// node at a time.
 func (pc *pluginCluster) rollOutWorkers() {
 	GinkgoHelper()
-	cmd := exec.Command(testenv.Path("hack", "simulate-pool-rollout.sh"), "worker")
-	cmd.Env = append(pc.env(), "KUBECONFIG="+pc.kubeconfig, "KUBECTL="+kubectlBinary())
-	out, err := cmd.CombinedOutput()
-	Expect(err).NotTo(HaveOccurred(), string(out))
+	pc.kubectl("patch", "mcp", "worker", "--type=merge", "-p", `{"spec":{"paused":false}}`)
 }
 
 type statusRow struct {
@@ -201,15 +245,20 @@ var _ = Describe("An administrator with the kubectl virt-advisor plugin", Ordere
 
 	BeforeAll(func() {
 		pc = startPluginCluster()
-		By("setting up the baseline resources of a cluster without OpenShift")
+		By("setting up the baseline resources of a cluster without OpenShift, with three workers")
+		pc.createWorkers()
 		pc.kubectl("apply", "-f", testenv.Path("config", "samples", "mock_baseline_resources.yaml"))
-		pc.rollOutWorkers()
+		pc.waitForWorkerPool()
+		By("pausing the worker pool: its nodes reboot when the spec that waits for them says so")
+		pc.holdWorkerPool()
 	})
 
 	ReportAfterEach(func(report SpecReport) {
 		if report.Failed() && pc != nil {
 			data, _ := os.ReadFile(pc.managerLog)
 			AddReportEntry("manager log (the plugin's control plane)", string(data))
+			data, _ = os.ReadFile(pc.poolSimLog)
+			AddReportEntry("pool simulator log (the plugin's control plane)", string(data))
 		}
 	})
 

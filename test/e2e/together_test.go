@@ -22,9 +22,10 @@ var _ = Describe("An administrator approving all three profiles at once", Ordere
 
 	BeforeAll(func() {
 		pc = startPluginCluster()
-		By("setting up the baseline resources of a cluster without OpenShift")
+		By("setting up the baseline resources of a cluster without OpenShift, with three workers")
+		pc.createWorkers()
 		pc.kubectl("apply", "-f", testenv.Path("config", "samples", "mock_baseline_resources.yaml"))
-		pc.rollOutWorkers()
+		pc.waitForWorkerPool()
 	})
 
 	It("approves the three plans within a second with the commands their statuses give; each reaches Completed without a second approval", func() {
@@ -63,13 +64,8 @@ var _ = Describe("An administrator approving all three profiles at once", Ordere
 			Fail(out)
 		}
 
-		By("playing the Machine Config Operator until every config is Completed")
+		By("waiting while the pool simulator rolls out each node change, until every config is Completed")
 		Eventually(func(g Gomega) {
-			for name := range profiles {
-				if waitsForMachineConfigOperator(pc.jsonpath("vpc/"+name, "{.status.items[*].message}")) {
-					pc.rollOutWorkers()
-				}
-			}
 			for name := range profiles {
 				g.Expect(pc.jsonpath("vpc/"+name, "{.status.phase}")).To(Equal("Completed"), name)
 			}

@@ -102,6 +102,10 @@ func apiServerOutage(d time.Duration, whileDown func()) {
 	GinkgoHelper()
 	api := env.ControlPlane.APIServer
 	port := api.Port
+	// The API server's graceful shutdown waits up to a minute for the watches open on it to
+	// end. The pool simulator, which runs in this process, is stopped for the outage, so that
+	// its watches do not hold the API server up, and started again with the API server.
+	stopPoolSimulator()
 	begin := time.Now()
 	stopped := make(chan error, 1)
 	go func() { stopped <- api.Stop() }()
@@ -120,6 +124,7 @@ func apiServerOutage(d time.Duration, whileDown func()) {
 	Expect(api.Start()).To(Succeed())
 	Expect(api.Port).To(Equal(port), "the API server moved to another port")
 	Eventually(apiServerReady).Should(Succeed())
+	_, stopPoolSimulator = startPoolSimulator(rest.CopyConfig(env.Config), poolSimLog)
 	// The CRDs are served again and what etcd holds is there.
 	Eventually(func() error { return k8s.Get(ctx, objectKey(configName), &advisorv1alpha1.VirtPlatformConfig{}) }).Should(Succeed())
 	Eventually(func() error { return k8s.Get(ctx, deschedulerKey, testenv.Object(deschedulerGVK, deschedulerKey)) }).Should(Succeed())

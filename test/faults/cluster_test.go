@@ -44,7 +44,8 @@ var (
 
 // resetCluster brings the cluster back to the mock baseline of the samples: no config, no
 // admission policy of a spec, the KubeDescheduler as an administrator left it and the
-// worker pool rolled out without the PSI MachineConfig.
+// worker pool rolled out without the PSI MachineConfig, then paused: the pool simulator
+// renders what the spec changes, and the pool's nodes are updated from rolloutPool on.
 func resetCluster() {
 	GinkgoHelper()
 	testenv.DeleteAndWait(ctx, k8s, &advisorv1alpha1.VirtPlatformConfig{ObjectMeta: metav1.ObjectMeta{Name: configName}})
@@ -52,7 +53,9 @@ func resetCluster() {
 	testenv.DeleteAndWait(ctx, k8s, testenv.Object(mcGVK, psiKey))
 	testenv.DeleteAndWait(ctx, k8s, testenv.Object(deschedulerGVK, deschedulerKey))
 	kubectl("apply", "-f", testenv.Path("config", "samples", "mock_baseline_resources.yaml"))
-	rolloutPool()
+	pauseWorkerPool(false)
+	Eventually(workerPoolRolledOut).WithTimeout(time.Minute).Should(Succeed())
+	pauseWorkerPool(true)
 }
 
 // deschedulerProfiles reads the KubeDescheduler's spec.profiles ("" when it is absent).
@@ -75,10 +78,11 @@ func kubectl(args ...string) string {
 	return run(filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl"), args...)
 }
 
-// rolloutPool plays the Machine Config Operator: the worker pool renders and reports Updated.
+// rolloutPool unpauses the worker pool: the pool simulator updates its nodes to what it
+// rendered, one at a time, and reports the pool Updated.
 func rolloutPool() {
 	GinkgoHelper()
-	run(testenv.Path("hack", "simulate-pool-rollout.sh"), "worker")
+	pauseWorkerPool(false)
 }
 
 func run(bin string, args ...string) string {
@@ -86,8 +90,7 @@ func run(bin string, args ...string) string {
 	runCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(runCtx, bin, args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+adminKubeconfig,
-		"KUBECTL="+filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl"))
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+adminKubeconfig)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	Expect(cmd.Run()).To(Succeed(), "%s %s\n%s%s", filepath.Base(bin), strings.Join(args, " "), stdout.String(), stderr.String())

@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/kubevirt/virt-advisor-operator/internal/testenv"
+	"github.com/kubevirt/virt-advisor-operator/test/poolsim"
 )
 
 // auditPolicy logs every request once, when its response is complete, at Metadata level:
@@ -40,12 +41,16 @@ var (
 	k8s client.Client
 	// workDir holds the kubeconfigs, the logs and the API server's certificates.
 	workDir string
-	// adminKubeconfig is what kubectl and the project's scripts run with.
+	// adminKubeconfig is what kubectl runs with.
 	adminKubeconfig string
 	// managerBin is bin/manager (`make test-faults` builds it).
 	managerBin string
 	// audit is the API server's audit log.
 	audit *auditLog
+	// poolSimLog is the log of the pool simulator, which plays the Machine Config Operator
+	// for the whole run; stopPoolSimulator stops it.
+	poolSimLog        string
+	stopPoolSimulator func()
 )
 
 func TestFaults(t *testing.T) {
@@ -90,9 +95,19 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	adminKubeconfig = filepath.Join(workDir, "admin.kubeconfig")
 	Expect(os.WriteFile(adminKubeconfig, env.KubeConfig, 0o600)).To(Succeed())
+
+	// Three workers, the worker pool's nodes (the pool itself is the samples' mock baseline).
+	poolSimLog = filepath.Join(workDir, "poolsim.log")
+	var sim *poolsim.Simulator
+	sim, stopPoolSimulator = startPoolSimulator(rest.CopyConfig(env.Config), poolSimLog)
+	_, err = sim.CreateNodes(ctx, "worker", 3)
+	Expect(err).NotTo(HaveOccurred())
 })
 
 var _ = AfterSuite(func() {
+	if stopPoolSimulator != nil {
+		stopPoolSimulator()
+	}
 	if env != nil {
 		Expect(env.Stop()).To(Succeed())
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -41,8 +42,10 @@ func (b block) shell() bool {
 	return len(fields) > 0 && shellLanguages[fields[0]]
 }
 
-// page is one page of the guide with its fenced blocks.
+// page is one Markdown document whose command blocks the test runs (a page of the guide, or
+// the repository's README.md) with its fenced blocks.
 type page struct {
+	// name is the page's path from the repository root, e.g. docs/guide/drift.md.
 	name string
 	path string
 	// body is the whole page; prose is the page without its fenced blocks.
@@ -51,12 +54,18 @@ type page struct {
 	blocks []block
 }
 
+// readmePage is the repository's README.md: its commands run like the guide's (TestReadme).
+const readmePage = "README.md"
+
 // guideDir is docs/guide.
 func guideDir() string { return testenv.Path("docs", "guide") }
 
-// readPage reads and parses docs/guide/<name>.
+// guidePage is the path from the repository root of the guide's page file.
+func guidePage(file string) string { return "docs/guide/" + file }
+
+// readPage reads and parses the page at name, a path from the repository root.
 func readPage(name string) (page, error) {
-	path := filepath.Join(guideDir(), name)
+	path := testenv.Path(filepath.FromSlash(name))
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return page{}, err
@@ -118,11 +127,11 @@ func parseBlocks(doc string) ([]block, string, error) {
 	return blocks, strings.Join(prose, "\n"), nil
 }
 
-// TestGuidePages checks the pages without a control plane: every page is in the order the
-// guide test runs them, every block has a language, every shell block is tested or listed as
-// deliberately untested (with the reason), the untested list names only blocks that exist,
-// tested blocks wait with kubectl wait and never sleep, relative links resolve, and the
-// troubleshooting and alert pages cover every condition reason and every alert.
+// TestGuidePages checks the pages, and README.md, without a control plane: every page is in
+// the order the guide test runs them, every block has a language, every shell block is tested
+// or listed as deliberately untested (with the reason), the untested list names only blocks
+// that exist, tested blocks wait with kubectl wait and never sleep, relative links resolve,
+// and the troubleshooting and alert pages cover every condition reason and every alert.
 func TestGuidePages(t *testing.T) {
 	entries, err := os.ReadDir(guideDir())
 	if err != nil {
@@ -138,7 +147,11 @@ func TestGuidePages(t *testing.T) {
 		}
 	}
 
+	pages := []string{readmePage}
 	for _, name := range pageOrder {
+		pages = append(pages, guidePage(name))
+	}
+	for _, name := range pages {
 		p, err := readPage(name)
 		if err != nil {
 			t.Errorf("%v", err)
@@ -148,8 +161,8 @@ func TestGuidePages(t *testing.T) {
 		checkLinks(t, p)
 	}
 	for name := range untestedBlocks {
-		if !ordered[name] {
-			t.Errorf("untestedBlocks lists %s, which is not a page of the guide", name)
+		if !slices.Contains(pages, name) {
+			t.Errorf("untestedBlocks lists %s, which is neither a page of the guide nor %s", name, readmePage)
 		}
 	}
 	checkCoverage(t)
@@ -166,7 +179,7 @@ func checkBlocks(t *testing.T, p page) {
 		listed[u.text] = false
 	}
 	for i, b := range p.blocks {
-		where := fmt.Sprintf("docs/guide/%s block %d (line %d)", p.name, i+1, b.line)
+		where := fmt.Sprintf("%s block %d (line %d)", p.name, i+1, b.line)
 		switch {
 		case b.info == "":
 			t.Errorf("%s has no language: mark commands %q, output \"text\", manifests \"yaml\"", where, testedInfo)
@@ -185,7 +198,7 @@ func checkBlocks(t *testing.T, p page) {
 	}
 	for text, found := range listed {
 		if !found {
-			t.Errorf("untestedBlocks lists a block that docs/guide/%s does not have (changed or removed?):\n%s", p.name, text)
+			t.Errorf("untestedBlocks lists a block that %s does not have (changed or removed?):\n%s", p.name, text)
 		}
 	}
 }
@@ -228,7 +241,7 @@ func checkLinks(t *testing.T, p page) {
 		}
 		file, _, _ := strings.Cut(target, "#")
 		if _, err := os.Stat(filepath.Join(filepath.Dir(p.path), filepath.FromSlash(file))); err != nil {
-			t.Errorf("docs/guide/%s links to %s, which does not exist", p.name, target)
+			t.Errorf("%s links to %s, which does not exist", p.name, target)
 		}
 	}
 }
@@ -246,7 +259,7 @@ func checkCoverage(t *testing.T) {
 	if err != nil {
 		t.Fatalf("read reasons.go: %v", err)
 	}
-	troubleshooting, err := readPage("troubleshooting.md")
+	troubleshooting, err := readPage(guidePage("troubleshooting.md"))
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
@@ -264,7 +277,7 @@ func checkCoverage(t *testing.T) {
 	if err != nil {
 		t.Fatalf("read the PrometheusRule: %v", err)
 	}
-	alerts, err := readPage("alerts.md")
+	alerts, err := readPage(guidePage("alerts.md"))
 	if err != nil {
 		t.Fatalf("%v", err)
 	}

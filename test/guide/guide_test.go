@@ -12,12 +12,14 @@
 //     block to the next (a block that needs a plan hash reads it itself), and no block writes
 //     files, so a reader can run any block of a page as it stands.
 //   - The working directory is the repository root (config/samples/... paths work). PATH
-//     starts with the control plane's kubectl, then hack/ (simulate-pool-rollout.sh), then
-//     bin/ (the kubectl plugin `kubectl virt-advisor`, built by `make build`). KUBECONFIG is
-//     the administrator's; HOME and TMPDIR are the test's own.
-//   - Blocks wait with `kubectl wait --for=... --timeout=...`, never with sleep, and where a
-//     real cluster's Machine Config Operator would roll a MachineConfigPool out, the page says
-//     so and plays it with hack/simulate-pool-rollout.sh.
+//     starts with the control plane's kubectl, then bin/ (the kubectl plugin `kubectl
+//     virt-advisor`, built by `make build`). KUBECONFIG is the administrator's; HOME and
+//     TMPDIR are the test's own.
+//   - Blocks wait with `kubectl wait --for=... --timeout=...`, never with sleep. Where the
+//     Machine Config Operator rolls a MachineConfigPool out on OpenShift, the pool simulator
+//     (test/poolsim, the library of hack/poolsim) does it here, on its own, as the guide's
+//     setup runs it: two worker Nodes, worker-0 and worker-1, the operator's render delay
+//     and a short reboot per node.
 //
 // The control plane is the one `make test-e2e` uses: this project's CRD, the test CRDs of
 // test/crds/base (MachineConfig, MachineConfigPool, HyperConverged, ...), the 4.20
@@ -25,7 +27,11 @@
 // SelfNodeRemediationTemplate (testenv.UpstreamCRDs), plus prometheus-operator's
 // PrometheusRule and ServiceMonitor. The operator is the manager
 // binary (MANAGER_BINARY), running as its ServiceAccount with exactly the RBAC of
-// dist/install.yaml; the control plane has no nodes to run its Deployment on.
+// dist/install.yaml; the control plane runs no pods, so there is no Deployment.
+//
+// The command blocks of the repository's README.md run the same way (TestReadme), on a
+// control plane of their own, set up as `make demo` sets up its own: the samples' mock
+// baseline, and the worker pool rolled out.
 //
 // A shell block that cannot run there (installing into a real cluster, for instance) is a
 // plain "sh" block listed in untestedBlocks with the reason; TestGuidePages fails on any
@@ -39,14 +45,19 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubevirt/virt-advisor-operator/internal/testenv"
+	"github.com/kubevirt/virt-advisor-operator/test/poolsim"
 	"github.com/kubevirt/virt-advisor-operator/test/satoken"
 )
 
@@ -80,7 +91,21 @@ const noNodes = "installs the operator's Deployment, which needs a cluster that 
 
 // untestedBlocks are the shell blocks of each page that are not run, by page.
 var untestedBlocks = map[string][]untested{
-	"getting-started.md": {
+	readmePage: {
+		{text: `make demo   # the whole workflow on a local control plane (builds everything it needs)
+make test   # everything CI runs`,
+			reason: "runs the demo and every test, this one among them; make test runs the demo with DEMO_EXIT=1 " +
+				"(make demo-check), which exits at its end instead of waiting for Ctrl-C"},
+		{text: `make build-installer IMG=<registry>/virt-advisor-operator:<tag>   # writes dist/install.yaml
+kubectl apply --server-side -f dist/install.yaml`,
+			reason: "builds the installer for an image of your registry and " + noNodes +
+				"; make test-install applies dist/install.yaml on a control plane"},
+		{text: `helm install virt-advisor-operator dist/chart --namespace virt-advisor-operator-system --create-namespace \
+  --set image.tag=<tag> --set serviceMonitor.enabled=true --set prometheusRule.enabled=true`,
+			reason: noNodes + "; make test-install installs the chart, its ServiceMonitor and PrometheusRule " +
+				"included, on a control plane"},
+	},
+	guidePage("getting-started.md"): {
 		{text: `helm install virt-advisor-operator dist/chart \
   --namespace virt-advisor-operator-system --create-namespace --set manager.image.tag=<tag>
 kubectl label namespace virt-advisor-operator-system pod-security.kubernetes.io/enforce=restricted`,
@@ -88,27 +113,28 @@ kubectl label namespace virt-advisor-operator-system pod-security.kubernetes.io/
 		{text: `kubectl apply --server-side -f dist/install.yaml
 kubectl -n virt-advisor-operator-system rollout status deployment/virt-advisor-operator-controller-manager --timeout=5m`,
 			reason: noNodes + "; make test-install applies dist/install.yaml on a control plane"},
-		{text: `make envtest build controlplane
-export KUBECONFIG=/tmp/virt-advisor.kubeconfig PATH="$(make -s envtest):$PWD/hack:$PWD/bin:$PATH"
+		{text: `make envtest build controlplane poolsim
+export KUBECONFIG=/tmp/virt-advisor.kubeconfig PATH="$(make -s envtest):$PWD/bin:$PATH"
 bin/controlplane --write-kubeconfig "$KUBECONFIG" &
 until kubectl get namespace default >/dev/null 2>&1; do sleep 1; done
 kubectl create namespace virt-advisor-operator-system
-bin/manager --namespace=virt-advisor-operator-system --metrics-bind-address=0 --health-probe-bind-address=0 &`,
-			reason: "starts the local control plane and the operator this test itself provides"},
+bin/manager --namespace=virt-advisor-operator-system --metrics-bind-address=0 --health-probe-bind-address=0 &
+bin/poolsim --workers 2 --reboot-time 2s >/tmp/virt-advisor-poolsim.log &`,
+			reason: "starts the local control plane, the operator and the pool simulator this test itself provides"},
 	},
-	"alerts.md": {
+	guidePage("alerts.md"): {
 		{text: `helm upgrade virt-advisor-operator dist/chart --namespace virt-advisor-operator-system --reuse-values \
   --set prometheus.enable=true --set prometheusRule.enable=true \
   --set prometheus.labels.release=kube-prometheus-stack --set prometheusRule.labels.release=kube-prometheus-stack`,
 			reason: "upgrades a Helm release, and the operator here was not installed with Helm (" + noNodes +
 				"); make test-install renders and installs the chart's PrometheusRule and ServiceMonitor"},
 	},
-	"troubleshooting.md": {
+	guidePage("troubleshooting.md"): {
 		{text: `kubectl logs -n virt-advisor-operator-system deployment/virt-advisor-operator-controller-manager --tail=100`,
 			reason: "reads the log of the operator's pod; the test control plane runs no pods, and the test " +
 				"prints the manager binary's log when a block fails"},
 	},
-	"uninstall.md": {
+	guidePage("uninstall.md"): {
 		{text: `helm uninstall virt-advisor-operator --namespace virt-advisor-operator-system`,
 			reason: "uninstalls a Helm release, and the operator here was not installed with Helm; " +
 				"make test-install installs, upgrades and uninstalls the chart"},
@@ -145,7 +171,7 @@ func TestGuide(t *testing.T) {
 	}
 	pages := make([]page, 0, len(pageOrder))
 	for _, name := range pageOrder {
-		p, err := readPage(name)
+		p, err := readPage(guidePage(name))
 		if err != nil {
 			t.Fatalf("%v", err)
 		}
@@ -156,32 +182,49 @@ func TestGuide(t *testing.T) {
 
 	blocks, pagesRun, untestedRun := 0, 0, 0
 	for _, p := range pages {
-		ok := t.Run(strings.TrimSuffix(p.name, ".md"), func(t *testing.T) {
+		ok := t.Run(strings.TrimSuffix(path.Base(p.name), ".md"), func(t *testing.T) {
 			pagesRun++
 			untestedRun += len(untestedBlocks[p.name])
-			for i, b := range p.blocks {
-				if !b.tested() {
-					continue
-				}
-				blocks++
-				cp.runBlock(t, p, i, b)
-			}
+			blocks += cp.runBlocks(t, p)
 		})
 		if !ok {
-			t.Fatalf("stopped after docs/guide/%s: the pages after it start from the state it leaves", p.name)
+			t.Fatalf("stopped after %s: the pages after it start from the state it leaves", p.name)
 		}
 	}
 	t.Logf("ran %d blocks of %d pages; %d shell blocks of those pages are deliberately untested (untestedBlocks)",
 		blocks, pagesRun, untestedRun)
 }
 
-// controlPlane is the running control plane and operator the blocks talk to.
+// runBlocks runs the tested blocks of p in order and returns how many it ran.
+func (cp *controlPlane) runBlocks(t *testing.T, p page) int {
+	t.Helper()
+	n := 0
+	for i, b := range p.blocks {
+		if !b.tested() {
+			continue
+		}
+		n++
+		cp.runBlock(t, p, i, b)
+	}
+	return n
+}
+
+// controlPlane is the running control plane, operator and pool simulator the blocks talk to.
 type controlPlane struct {
 	// env is what every block runs with.
 	env []string
-	// managerLog is the operator's log file.
+	// managerLog is the operator's log file, poolSimLog the pool simulator's.
 	managerLog string
+	poolSimLog string
 }
+
+// The pool simulator of the guide's control plane: as the guide's setup runs hack/poolsim
+// (docs/guide/getting-started.md), with two workers, the Machine Config Operator's render
+// delay and a 2-second reboot per node.
+const (
+	guideWorkers    = 2
+	guideRebootTime = 2 * time.Second
+)
 
 // startControlPlane starts the control plane and the operator; both stop when t ends.
 func startControlPlane(t *testing.T, managerBin string) *controlPlane {
@@ -217,7 +260,12 @@ func startControlPlane(t *testing.T, managerBin string) *controlPlane {
 			t.Fatalf("%v", err)
 		}
 	}
-	cp := &controlPlane{env: blockEnv(kubeconfig, work), managerLog: filepath.Join(work, "manager.log")}
+	cp := &controlPlane{
+		env:        blockEnv(kubeconfig, work),
+		managerLog: filepath.Join(work, "manager.log"),
+		poolSimLog: filepath.Join(work, "poolsim.log"),
+	}
+	cp.startPoolSimulator(t, env.Config)
 
 	// The operator runs on the credentials it has in a cluster: a token of its
 	// ServiceAccount, bound by exactly the RBAC of dist/install.yaml (which also creates its
@@ -264,6 +312,38 @@ func startControlPlane(t *testing.T, managerBin string) *controlPlane {
 	return cp
 }
 
+// startPoolSimulator runs the pool simulator, which plays the Machine Config Operator, with
+// the guide's workers, until t ends (before the control plane stops).
+func (cp *controlPlane) startPoolSimulator(t *testing.T, cfg *rest.Config) {
+	t.Helper()
+	// The simulator's informers log through controller-runtime; what the simulator does is
+	// in its own log.
+	ctrllog.SetLogger(logr.Discard())
+	log, err := os.Create(cp.poolSimLog)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	sim, err := poolsim.New(cfg, poolsim.Options{
+		RenderDelay: poolsim.DefaultRenderDelay, RebootTime: guideRebootTime, Out: log,
+	})
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- sim.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("the pool simulator: %v", err)
+		}
+		_ = log.Close()
+	})
+	if _, err := sim.CreateNodes(context.Background(), "worker", guideWorkers); err != nil {
+		t.Fatalf("%v", err)
+	}
+}
+
 // stopManager interrupts the manager and kills it if it does not stop in time.
 func stopManager(t *testing.T, manager *exec.Cmd) {
 	t.Helper()
@@ -279,21 +359,21 @@ func stopManager(t *testing.T, manager *exec.Cmd) {
 }
 
 // blockEnv is the environment of every block: the administrator's kubeconfig, the control
-// plane's kubectl first on PATH, then hack/ and bin/, and a HOME and TMPDIR of the test's own.
+// plane's kubectl first on PATH, then bin/, and a HOME and TMPDIR of the test's own.
 func blockEnv(kubeconfig, work string) []string {
-	path := strings.Join([]string{
-		os.Getenv("KUBEBUILDER_ASSETS"), testenv.Path("hack"), testenv.Path("bin"), os.Getenv("PATH"),
+	searchPath := strings.Join([]string{
+		os.Getenv("KUBEBUILDER_ASSETS"), testenv.Path("bin"), os.Getenv("PATH"),
 	}, string(os.PathListSeparator))
 	replaced := map[string]string{
 		"KUBECONFIG": kubeconfig,
-		"PATH":       path,
+		"PATH":       searchPath,
 		"HOME":       filepath.Join(work, "home"),
 		"TMPDIR":     filepath.Join(work, "tmp"),
 	}
 	env := make([]string, 0, len(os.Environ())+len(replaced))
 	for _, kv := range os.Environ() {
 		key, _, _ := strings.Cut(kv, "=")
-		// KUBECTL would make hack/ scripts use another kubectl than the one on PATH.
+		// KUBECTL would name another kubectl than the one on PATH.
 		if _, ok := replaced[key]; ok || key == "KUBECTL" {
 			continue
 		}
@@ -332,7 +412,7 @@ func (cp *controlPlane) runBlock(t *testing.T, p page, i int, b block) {
 	defer cancel()
 	start := time.Now()
 	out, stderr, err := cp.runSplit(ctx, "bash", "-euo", "pipefail", "-c", b.text)
-	where := fmt.Sprintf("docs/guide/%s block %d (line %d)", p.name, i+1, b.line)
+	where := fmt.Sprintf("%s block %d (line %d)", p.name, i+1, b.line)
 	for _, line := range strings.Split(stderr, "\n") {
 		if strings.Contains(strings.ToLower(line), "warning") {
 			t.Errorf("%s printed a warning on stderr: %s", where, line)
@@ -343,8 +423,10 @@ func (cp *controlPlane) runBlock(t *testing.T, p page, i int, b block) {
 			err = fmt.Errorf("%w (timed out after %s)", err, blockTimeout)
 		}
 		managerLog, _ := os.ReadFile(cp.managerLog)
-		t.Fatalf("%s failed: %v\n--- block\n%s\n--- output\n%s\n--- operator log (last 40 lines)\n%s",
-			where, err, b.text, out, tail(string(managerLog), 40))
+		poolSimLog, _ := os.ReadFile(cp.poolSimLog)
+		t.Fatalf("%s failed: %v\n--- block\n%s\n--- output\n%s\n--- operator log (last 40 lines)\n%s\n"+
+			"--- pool simulator log (last 20 lines)\n%s",
+			where, err, b.text, out, tail(string(managerLog), 40), tail(string(poolSimLog), 20))
 	}
 	t.Logf("%s (%s)\n$ %s\n%s", where, time.Since(start).Round(100*time.Millisecond),
 		strings.ReplaceAll(b.text, "\n", "\n$ "), out)

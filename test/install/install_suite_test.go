@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubevirt/virt-advisor-operator/internal/testenv"
+	"github.com/kubevirt/virt-advisor-operator/test/poolsim"
 )
 
 const (
@@ -75,6 +76,8 @@ type controlPlane struct {
 	kubeconfig string
 	// helmHome keeps helm's cache, configuration and data out of the user's home.
 	helmHome string
+	// stopPoolSimulator stops the pool simulator rollOutWorkerPool started (nil: none).
+	stopPoolSimulator func()
 }
 
 // startControlPlane starts a control plane with the CRDs of crdDirs installed, for the
@@ -94,6 +97,12 @@ func startControlPlane(crdDirs ...string) *controlPlane {
 		kubeconfig: filepath.Join(dir, "kubeconfig"), helmHome: filepath.Join(dir, "helm"),
 	}
 	Expect(os.WriteFile(cp.kubeconfig, env.KubeConfig, 0o600)).To(Succeed())
+	// Registered after the control plane's cleanup, so it runs before it.
+	DeferCleanup(func() {
+		if cp.stopPoolSimulator != nil {
+			cp.stopPoolSimulator()
+		}
+	})
 	return cp
 }
 
@@ -125,11 +134,34 @@ func (cp *controlPlane) run(bin string, args ...string) string {
 	return stdout.String()
 }
 
-// rollOutWorkerPool reports the worker MachineConfigPool updated on the MachineConfigs that
-// select it, as the Machine Config Operator does once every node rebooted into them.
+// The pool simulator's delays: short, so that a roll-out of three workers takes seconds.
+const (
+	poolRenderDelay = time.Second
+	poolRebootTime  = 500 * time.Millisecond
+)
+
+// rollOutWorkerPool has the pool simulator play the Machine Config Operator on the control
+// plane: the first call starts it, for as long as the control plane runs, and waits until the
+// worker pool (created before, with its Nodes) has rolled out its first configuration. From
+// then on the simulator renders and rolls out every change on its own, so a later call has
+// nothing left to do.
 func (cp *controlPlane) rollOutWorkerPool() {
 	GinkgoHelper()
-	cp.run(testenv.Path("hack", "simulate-pool-rollout.sh"), "worker")
+	if cp.stopPoolSimulator != nil {
+		return
+	}
+	sim, err := poolsim.New(cp.config, poolsim.Options{
+		RenderDelay: poolRenderDelay, RebootTime: poolRebootTime, Out: GinkgoWriter,
+	})
+	Expect(err).NotTo(HaveOccurred())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- sim.Start(ctx) }()
+	cp.stopPoolSimulator = func() {
+		cancel()
+		Eventually(done).Should(Receive(BeNil()), "the pool simulator stops")
+	}
+	cp.kubectl("wait", "mcp/worker", "--for=condition=Updated", "--timeout=60s")
 }
 
 // waitsForMachineConfigOperator tells whether an item's message says it waits for what the

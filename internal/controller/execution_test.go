@@ -95,7 +95,7 @@ var _ = Describe("Executing a plan", func() {
 			HaveField("Pool", "worker"), HaveField("Items", ContainElement("probe-kernel-args")),
 			HaveField("Pause", BeTrue()), HaveField("Reboot", BeTrue()), HaveField("Waves", BeNumerically(">", 0)))))
 		Expect(review.Status.Disruption).To(MatchRegexp(`^reboots \d+ worker node\(s\) once, in \d+ wave\(s\)$`))
-		Expect(conditionText(review, advisorv1alpha1.ConditionReviewRequired)).To(ContainSubstring("approving it " + review.Status.Disruption))
+		Expect(conditionMessage(review, advisorv1alpha1.ConditionReviewRequired)).To(ContainSubstring("approving it " + review.Status.Disruption))
 
 		mark := requests.mark()
 		kubectl("patch", "vpc", string(advisorv1alpha1.ProfilePlatformBaseline), "--type=merge", "-p", `{"spec":{"action":"Apply"}}`)

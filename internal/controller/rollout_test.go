@@ -30,6 +30,13 @@ func pausePoolByHand(paused bool) {
 	kubectl("patch", "mcp", "worker", "--type=merge", "-p", `{"spec":{"paused":`+value+`}}`)
 }
 
+// conditionMessage is the message of condition t.
+func conditionMessage(vpc *advisorv1alpha1.VirtPlatformConfig, t string) string {
+	GinkgoHelper()
+	_, message := conditionText(vpc, t)
+	return message
+}
+
 func inProgressReason() string {
 	return conditionReason(getConfig(), advisorv1alpha1.ConditionInProgress)
 }
@@ -82,10 +89,14 @@ var _ = Describe("Rolling out to nodes", func() {
 		DeferCleanup(deleteAndWait, cv)
 		setProgressing := func(status string) {
 			GinkgoHelper()
-			Expect(unstructured.SetNestedSlice(cv.Object, []any{map[string]any{
-				"type": "Progressing", "status": status, "message": "Working towards 4.20.3",
-				"lastTransitionTime": metav1.Now().UTC().Format(time.RFC3339),
-			}}, "status", "conditions")).To(Succeed())
+			cv.Object["status"] = map[string]any{
+				"availableUpdates": nil, "observedGeneration": cv.GetGeneration(), "versionHash": "x4A2bIHl7yo=",
+				"desired": map[string]any{"version": "4.20.3", "image": "quay.io/openshift-release-dev/ocp-release:4.20.3-x86_64"},
+				"conditions": []any{map[string]any{
+					"type": "Progressing", "status": status, "message": "Working towards 4.20.3",
+					"lastTransitionTime": metav1.Now().UTC().Format(time.RFC3339),
+				}},
+			}
 			Expect(k8s.Status().Update(ctx, cv)).To(Succeed())
 		}
 		setProgressing("True")
@@ -93,7 +104,7 @@ var _ = Describe("Rolling out to nodes", func() {
 		createConfig(advisorv1alpha1.VirtPlatformConfigSpec{Action: advisorv1alpha1.ActionApply})
 		Eventually(inProgressReason).Should(Equal(advisorv1alpha1.ReasonAwaitingClusterUpgrade))
 		held := getConfig()
-		Expect(conditionText(held, advisorv1alpha1.ConditionInProgress)).To(ContainSubstring("Working towards 4.20.3"))
+		Expect(conditionMessage(held, advisorv1alpha1.ConditionInProgress)).To(ContainSubstring("Working towards 4.20.3"))
 		Expect(item(held, loadaware.ItemDescheduler).State).To(Equal(advisorv1alpha1.ItemCompleted), "the items before the batch are not held")
 		Consistently(itemState).WithArguments(loadaware.ItemPSI).Should(Equal(advisorv1alpha1.ItemPending))
 		Expect(targets.PoolPaused(workerPool())).To(BeFalse())
@@ -109,7 +120,7 @@ var _ = Describe("Rolling out to nodes", func() {
 			MaintenanceWindow: &advisorv1alpha1.MaintenanceWindow{Schedule: "0 0 1 1 *", Duration: metav1.Duration{Duration: time.Hour}, TimeZone: "UTC"}})
 		Eventually(inProgressReason).Should(Equal(advisorv1alpha1.ReasonAwaitingMaintenanceWindow))
 		next := time.Date(clock.Now().UTC().Year()+1, time.January, 1, 0, 0, 0, 0, time.UTC)
-		Expect(conditionText(getConfig(), advisorv1alpha1.ConditionInProgress)).To(ContainSubstring("the next one starts " + next.Format(time.RFC3339)))
+		Expect(conditionMessage(getConfig(), advisorv1alpha1.ConditionInProgress)).To(ContainSubstring("the next one starts " + next.Format(time.RFC3339)))
 		Consistently(itemState).WithArguments(loadaware.ItemPSI).Should(Equal(advisorv1alpha1.ItemPending))
 
 		patchSpec(`{"maintenanceWindow":{"schedule":"* * * * *","duration":"1h"}}`)
@@ -133,15 +144,22 @@ var _ = Describe("Rolling out to nodes", func() {
 		waitPhase(advisorv1alpha1.PhaseCompleted)
 	})
 
-	It("a config deleted while it holds a pool's pause gives the pause back", func() {
-		stuck := faults.failRequests("PATCH", "machineconfigs/"+loadaware.PSIMachineConfigName, 1_000_000, nil)
-		DeferCleanup(faults.clear)
-		createConfig(advisorv1alpha1.VirtPlatformConfigSpec{Action: advisorv1alpha1.ActionApply})
-		Eventually(stuck.fired).Should(BeClosed())
+	It("a config deleted while it holds a pool's pause, and while no operator ran, has its pause given back when an operator starts", func() {
+		createConfig(advisorv1alpha1.VirtPlatformConfigSpec{Action: advisorv1alpha1.ActionDryRun})
+		waitPhase(advisorv1alpha1.PhaseReviewRequired)
+		By("the operator dies right after it applied the MachineConfig, the pool paused")
+		applied := faults.watchFor("PATCH", "machineconfigs/"+loadaware.PSIMachineConfigName)
+		lost := faults.failRequests("PATCH", statusPath, 1_000_000, applied)
+		patchSpec(`{"action":"Apply"}`)
+		Eventually(lost.fired).Should(BeClosed())
+		stopManager()
+		faults.clear()
 		Expect(targets.PausedBy(workerPool())).To(ConsistOf(configName))
 		Expect(targets.PoolPaused(workerPool())).To(BeTrue())
 
-		Expect(k8s.Delete(ctx, getConfig())).To(Succeed())
+		By("the config is deleted while no operator runs")
+		deleteAndWait(getConfig())
+		startManager()
 		Eventually(func() bool { return targets.PoolPaused(workerPool()) }).Should(BeFalse())
 		Expect(targets.PausedBy(workerPool())).To(BeEmpty())
 	})

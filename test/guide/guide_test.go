@@ -73,6 +73,7 @@ var pageOrder = []string{
 	"annotations.md",
 	"alerts.md",
 	"troubleshooting.md",
+	"reboots.md",
 	"uninstall.md",
 }
 

@@ -1,10 +1,11 @@
 // Command poolsim plays the Machine Config Operator on the cluster of the current
 // kubeconfig, for the demo and for trying the operator on a control plane without
-// machines: it creates the worker and master Nodes asked for, then renders the
-// MachineConfigPools' MachineConfigs (and KubeletConfigs), rolls the nodes out to them
-// maxUnavailable at a time, "reboots" them and reports the pools' status, printing a line
-// per render, node update, reboot and pool status change, until interrupted. See package
-// test/poolsim for what it follows of the operator and what it simplifies.
+// machines: it creates the worker and master Nodes asked for, then generates a
+// MachineConfig per pool from each KubeletConfig, renders the MachineConfigPools'
+// MachineConfigs, rolls the nodes out to them maxUnavailable at a time, "reboots" them and
+// reports the pools' status, printing a line per render, node update, reboot and pool
+// status change, until interrupted. See package test/poolsim for what it follows of the
+// operator and what it simplifies.
 //
 //	go run ./hack/poolsim --workers 3 --masters 3 --render-delay 5s --reboot-time 10s
 package main

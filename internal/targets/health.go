@@ -190,11 +190,28 @@ func degradedMessage(pool *unstructured.Unstructured) (string, bool) {
 	conditions, _, _ := unstructured.NestedSlice(pool.Object, "status", "conditions")
 	for _, t := range []string{"Degraded", "NodeDegraded", "RenderDegraded"} {
 		if c, ok := findCondition(conditions, t); ok && c["status"] == "True" {
-			return fmt.Sprintf("MachineConfigPool %s is %s (%v: %v): repair the pool's nodes, then approve the plan again",
-				pool.GetName(), t, c["reason"], c["message"]), true
+			return fmt.Sprintf("MachineConfigPool %s is %s%s: repair the pool's nodes, then approve the plan again",
+				pool.GetName(), t, conditionDetail(c)), true
 		}
 	}
 	return "", false
+}
+
+// conditionDetail is what a pool condition says, to follow its type in a message:
+// " (reason: message)", or ": message" when it has no reason (the Machine Config Operator
+// sets only a message on Degraded), or " (reason)" when it has no message.
+func conditionDetail(c map[string]any) string {
+	reason, _ := c["reason"].(string)
+	message, _ := c["message"].(string)
+	switch {
+	case reason != "" && message != "":
+		return fmt.Sprintf(" (%s: %s)", reason, message)
+	case reason != "":
+		return " (" + reason + ")"
+	case message != "":
+		return ": " + message
+	}
+	return ""
 }
 
 // rolloutOf judges one pool's rollout of content (from source, for the messages): the pool

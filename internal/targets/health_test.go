@@ -35,6 +35,9 @@ type pool struct {
 	behind bool
 	// conditions maps condition types to their status.
 	conditions map[string]string
+	// reasonless leaves the conditions' reasons empty, as the Machine Config Operator
+	// leaves that of Degraded.
+	reasonless bool
 	// updated of machines machines run the current configuration.
 	updated, machines int64
 }
@@ -44,7 +47,11 @@ var updated = map[string]string{"Updated": "True", "Updating": "False", "Degrade
 func (p pool) object() *unstructured.Unstructured {
 	var conditions []any
 	for t, s := range p.conditions {
-		conditions = append(conditions, map[string]any{"type": t, "status": s, "reason": t + "Reason", "message": "pool is " + t + "=" + s,
+		reason := t + "Reason"
+		if p.reasonless {
+			reason = ""
+		}
+		conditions = append(conditions, map[string]any{"type": t, "status": s, "reason": reason, "message": "pool is " + t + "=" + s,
 			"lastTransitionTime": "2025-01-15T10:00:00Z"})
 	}
 	observed := int64(1) // a pool's generation when it was just created
@@ -226,6 +233,17 @@ func TestMachineConfigHealth(t *testing.T) {
 			}()},
 			want:    targets.Unhealthy,
 			message: "MachineConfigPool worker is Degraded (DegradedReason: pool is Degraded=True): repair the pool's nodes, then approve the plan again",
+		},
+		{
+			name: "when the pool is Degraded without a reason, as the Machine Config Operator sets it, it should be unhealthy, giving the condition's message alone",
+			pools: []pool{func() pool {
+				p := done
+				p.conditions = map[string]string{"Updated": "False", "Updating": "True", "Degraded": "True"}
+				p.reasonless = true
+				return p
+			}()},
+			want:    targets.Unhealthy,
+			message: "MachineConfigPool worker is Degraded: pool is Degraded=True: repair the pool's nodes, then approve the plan again",
 		},
 		{
 			name:    "when a node of the pool is degraded, it should be unhealthy",

@@ -1,6 +1,6 @@
 // Package poolsim plays the Machine Config Operator on a control plane without machines
 // (envtest, the demo's control plane): it renders the MachineConfigs each
-// MachineConfigPool selects, turns KubeletConfigs into MachineConfigs, moves the pool's
+// MachineConfigPool selects, turns each KubeletConfig into MachineConfigs, moves the pool's
 // Nodes to the new configuration a few at a time, "reboots" them and reports the pool's
 // status as the operator does, so that tests, the demo and the benchmark see pools behave
 // as on OpenShift.
@@ -19,15 +19,24 @@
 //     (Ignition's own Merge), kernel arguments and extensions concatenated, FIPS if any asks,
 //     a realtime kernel type wins.
 //   - kubeletconfig.go, pkg/controller/kubelet-config/kubelet_config_controller.go:
-//     syncKubeletConfig, addAnnotation, syncStatusOnly, and wrapErrorWithCondition of
-//     helpers.go. The KubeletConfigs whose machineConfigPoolSelector selects a pool become
-//     the MachineConfig 99-<pool>-generated-kubelet (labelled with the pool's name as role),
-//     whose /etc/kubernetes/kubelet.conf holds their specs. A KubeletConfig handled for a
-//     generation it has not reported yet gets, when it has no mc-name-suffix annotation, all
-//     its annotations replaced with that one (value ""), then a Success condition (status
-//     True, message "Success") and its observedGeneration; one that selects no pool gets
-//     Failure (status False, "Error: could not find any MachineConfigPool set for
-//     KubeletConfig").
+//     syncKubeletConfig, addAnnotation, addFinalizerToKubeletConfig, cascadeDelete and
+//     syncStatusOnly, with getManagedKubeletConfigKey and wrapErrorWithCondition of
+//     helpers.go. A KubeletConfig is synced when it has a generation not reported yet,
+//     oldest first. For each pool its machineConfigPoolSelector selects it gets its own
+//     MachineConfig, 99-<pool>-generated-kubelet, or 99-<pool>-generated-kubelet-<suffix>
+//     when its mc-name-suffix annotation is not empty, labelled with the pool's name as
+//     role, annotated generated-by-controller-version, with the KubeletConfig as its
+//     controller owner, and holding /etc/kubernetes/kubelet.conf. A KubeletConfig without
+//     the annotation gets one, in place of all its annotations: "" when it is the only
+//     KubeletConfig that selects its pool; for one a later KubeletConfig followed, the
+//     suffix of the generated MachineConfig its finalizers name; otherwise one more than
+//     the highest suffix of the KubeletConfigs that select the pool (at most 9: past it,
+//     Failure). The MachineConfigs' names become its finalizers (a finalizer without
+//     "kubelet" in its name clears the list first), then it gets a Success condition
+//     (status True, message "Success") and its observedGeneration; one that selects no pool
+//     gets Failure (status False, "Error: could not find any MachineConfigPool set for
+//     KubeletConfig"). A KubeletConfig being deleted has the MachineConfig its first
+//     finalizer names deleted and that finalizer removed, one per pass, until it is gone.
 //   - nodes.go, pkg/controller/node/node_controller.go: syncMachineConfigPool,
 //     getAllCandidateMachines, updateCandidateMachines, sortNodeList and maxUnavailable.
 //     A paused pool's nodes are left alone; otherwise at most maxUnavailable nodes (an
@@ -59,14 +68,16 @@
 //     operator translates) do not render: only 3.0 to 3.5.
 //   - Rendering compares the merged content and writes only on a change, where the operator
 //     re-renders on every event; the RenderDelay counts from the first change seen.
-//   - KubeletConfigs: one generated MachineConfig per pool holds every selecting
-//     KubeletConfig (the operator writes one per KubeletConfig, named with the mc-name-suffix
-//     99-<pool>-generated-kubelet-N), its content is the KubeletConfigs' specs, not a merged
-//     kubelet configuration; no validation of the kubelet settings, no finalizers or owner
-//     references, and the MachineConfig is deleted as soon as no KubeletConfig selects the
-//     pool. observedGeneration is reported with each condition, as the operator's container
-//     runtime config controller does (the kubelet one of the source read reports only the
-//     condition).
+//   - KubeletConfigs: the kubelet.conf of a generated MachineConfig is the KubeletConfig's
+//     spec (without its pool selector) as JSON, not the pool's kubelet configuration merged
+//     with it, and it is the only file (no log level or node sizing file); no validation of
+//     the kubelet settings; a KubeletConfig waits until every pool it selects has rendered
+//     a configuration, where the operator waits for its ControllerConfig. A MachineConfig is
+//     written (only when it differs) when the KubeletConfig's generation is synced; the
+//     operator also resyncs on feature gate, node config and API server changes, and
+//     retries a Failure, which here waits for the KubeletConfig to change. No garbage
+//     collector: a generated MachineConfig goes with its KubeletConfig only through the
+//     finalizer, so a KubeletConfig deleted while the simulator does not run waits for it.
 //   - Nodes: no drain, no cordon, no taint and no NotReady while rebooting; a node without
 //     currentConfig (a new node) starts on the pool's current configuration without a
 //     reboot; a node in several custom pools is left alone. Layered pools (on-cluster
@@ -161,23 +172,37 @@ func New(cfg *rest.Config, opts Options) (*Simulator, error) {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return nil, fmt.Errorf("pool simulator client: %w", err)
-	}
 	out := opts.Out
 	if out == nil {
 		out = io.Discard
 	}
-	return &Simulator{
-		cfg: cfg, opts: opts, client: c, out: out,
+	s := &Simulator{
+		opts: opts, out: out,
 		kick:         make(chan struct{}, 1),
 		expectations: map[string]expectation{},
 		renderDue:    map[string]time.Time{},
 		updates:      map[string]*nodeUpdate{},
 		reboots:      map[string]int{},
 		rollouts:     map[string][]Rollout{},
-	}, nil
+	}
+	s.cfg = rest.CopyConfig(cfg)
+	s.cfg.WarningHandlerWithContext = apiWarnings{s}
+	c, err := client.New(s.cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("pool simulator client: %w", err)
+	}
+	s.client = c
+	return s, nil
+}
+
+// apiWarnings writes the API server's warnings to the simulator's log (for example the one
+// on the kubelet config controller's finalizers, MachineConfig names without a domain).
+type apiWarnings struct{ s *Simulator }
+
+func (w apiWarnings) HandleWarningHeaderWithContext(_ context.Context, code int, _ string, message string) {
+	if code == 299 && message != "" {
+		w.s.logf("warning from the API server: %s", message)
+	}
 }
 
 // Start runs the simulator until ctx ends (it is a controller-runtime Runnable). It fails

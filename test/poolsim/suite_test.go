@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubevirt/virt-advisor-operator/internal/testenv"
@@ -50,6 +51,8 @@ const (
 // One control plane for the suite: the base test CRDs (MachineConfig, MachineConfigPool)
 // and the upstream KubeletConfig CRD.
 var _ = BeforeSuite(func() {
+	// The simulator's informers log through controller-runtime: into the spec's output.
+	ctrllog.SetLogger(GinkgoLogr)
 	env, err := testenv.New(testenv.BaseCRDs)
 	Expect(err).NotTo(HaveOccurred())
 	crd, err := testenv.ReadCRD(filepath.Join(testenv.UpstreamCRDs(), "machineconfiguration.openshift.io", "kubeletconfigs.yaml"))
@@ -87,6 +90,17 @@ func startSimulator() *poolsim.Simulator {
 // MachineConfigs, are deleted when the spec ends. It returns the Nodes' names.
 func newPool(sim *poolsim.Simulator, name string, nodes int, extraSpec string) []string {
 	GinkgoHelper()
+	createPool(name, extraSpec)
+	newMachineConfig(name, "00-"+name, `config: {ignition: {version: 3.2.0}}`)
+	names, err := sim.CreateNodes(ctx, name, nodes)
+	Expect(err).NotTo(HaveOccurred())
+	return names
+}
+
+// createPool creates the MachineConfigPool name as newPool does, without MachineConfigs or
+// Nodes, so that it has no rendered configuration until a MachineConfig of its role exists.
+func createPool(name, extraSpec string) {
+	GinkgoHelper()
 	DeferCleanup(deletePool, name)
 	create(fmt.Sprintf(`
 apiVersion: machineconfiguration.openshift.io/v1
@@ -103,10 +117,6 @@ spec:
     matchLabels:
       node-role.kubernetes.io/%[1]s: ""
 %[2]s`, name, indent(extraSpec, "  ")))
-	newMachineConfig(name, "00-"+name, `config: {ignition: {version: 3.2.0}}`)
-	names, err := sim.CreateNodes(ctx, name, nodes)
-	Expect(err).NotTo(HaveOccurred())
-	return names
 }
 
 func deletePool(name string) {

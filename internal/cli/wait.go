@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -97,6 +98,9 @@ func poolProgress(pool *unstructured.Unstructured, before string) string {
 	target, _, _ := unstructured.NestedString(pool.Object, "spec", "configuration", "name")
 	machines := count(pool.Object, "status", "machineCount")
 	updated := count(pool.Object, "status", "updatedMachineCount")
+	if paused, _, _ := unstructured.NestedBool(pool.Object, "spec", "paused"); paused {
+		return fmt.Sprintf("pool %s is paused, %d/%d updated", name, updated, machines)
+	}
 	if before != "" && target == before {
 		return fmt.Sprintf("pool %s 0/%d updated (the new configuration is not rendered yet)", name, machines)
 	}
@@ -116,7 +120,7 @@ func count(obj map[string]any, path ...string) int64 {
 }
 
 // progress is one line on where vpc is; pools reads the rollout of the item's pools.
-func progress(vpc *advisorv1alpha1.VirtPlatformConfig, target string, pools func(advisorv1alpha1.PlanItem) []string) string {
+func progress(vpc *advisorv1alpha1.VirtPlatformConfig, target string, pools func(*advisorv1alpha1.VirtPlatformConfig, advisorv1alpha1.PlanItem) []string) string {
 	reason, msg := reasonAndMessage(vpc)
 	head := fmt.Sprintf("%s: %s", vpc.Name, orDash(string(vpc.Status.Phase)))
 	if reason != "" {
@@ -138,7 +142,7 @@ func progress(vpc *advisorv1alpha1.VirtPlatformConfig, target string, pools func
 			line += ": " + it.Message
 		}
 		if it.State == advisorv1alpha1.ItemInProgress && pools != nil {
-			if p := pools(it); len(p) > 0 {
+			if p := pools(vpc, it); len(p) > 0 {
 				line += "; " + strings.Join(p, "; ")
 			}
 		}
@@ -160,12 +164,19 @@ func shortHash(h string) string {
 	return h
 }
 
-// readPools returns the rollout of the MachineConfigPools an item's status records; pools
-// that cannot be read are left out.
-func readPools(ctx context.Context, c client.Client) func(advisorv1alpha1.PlanItem) []string {
-	return func(it advisorv1alpha1.PlanItem) []string {
+// readPools returns the rollout of the MachineConfigPools an item rolls out in, as the
+// config's status.rollouts (or, for a status written by an older operator, the item's
+// health baseline) records them; pools that cannot be read are left out.
+func readPools(ctx context.Context, c client.Client) func(*advisorv1alpha1.VirtPlatformConfig, advisorv1alpha1.PlanItem) []string {
+	return func(vpc *advisorv1alpha1.VirtPlatformConfig, it advisorv1alpha1.PlanItem) []string {
 		var out []string
-		for _, p := range baselinePools(it.HealthBaseline) {
+		pools := baselinePools(it.HealthBaseline)
+		for _, ro := range vpc.Status.Rollouts {
+			if slices.Contains(ro.Items, it.Name) && !slices.ContainsFunc(pools, func(p [2]string) bool { return p[0] == ro.Pool }) {
+				pools = append(pools, [2]string{ro.Pool, ""})
+			}
+		}
+		for _, p := range pools {
 			pool := &unstructured.Unstructured{}
 			pool.SetGroupVersionKind(machineConfigPoolGVK)
 			if err := c.Get(ctx, client.ObjectKey{Name: p[0]}, pool); err != nil {

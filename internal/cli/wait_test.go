@@ -132,7 +132,7 @@ func rollingOut() *advisorv1alpha1.VirtPlatformConfig {
 }
 
 func TestProgress(t *testing.T) {
-	pools := func(it advisorv1alpha1.PlanItem) []string {
+	pools := func(_ *advisorv1alpha1.VirtPlatformConfig, it advisorv1alpha1.PlanItem) []string {
 		if it.HealthBaseline == "" {
 			return nil
 		}

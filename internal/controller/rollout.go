@@ -559,6 +559,11 @@ func (r *VirtPlatformConfigReconciler) checkBatch(ctx context.Context, s *scope,
 		}
 	}
 	if len(failed) > 0 {
+		// The config names the first failed item that changed something: a degraded pool
+		// fails every item of the batch, and the one the plan changed says why it rolled out.
+		slices.SortStableFunc(failed, func(a, b int) int {
+			return boolOrder(st.Items[a].Change == advisorv1alpha1.ChangeNone) - boolOrder(st.Items[b].Change == advisorv1alpha1.ChangeNone)
+		})
 		for _, i := range failed[1:] {
 			it := st.Items[i]
 			s.setItemState(i, advisorv1alpha1.ItemFailed, failures[i])
@@ -672,4 +677,11 @@ func observePauses(vpc *advisorv1alpha1.VirtPlatformConfig) {
 			metrics.PoolPaused(ro.Pool, ro.PausedAt.Time)
 		}
 	}
+}
+
+func boolOrder(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

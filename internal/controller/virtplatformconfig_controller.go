@@ -83,7 +83,7 @@ type VirtPlatformConfigReconciler struct {
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigpools,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=config.openshift.io,resources=clusterversions,verbs=get
-// +kubebuilder:rbac:groups=config.openshift.io,resources=schedulers,verbs=get
+// +kubebuilder:rbac:groups=config.openshift.io,resources=schedulers,verbs=get;list;watch
 // +kubebuilder:rbac:groups=operator.openshift.io,resources=machineconfigurations,verbs=get
 // The permissions on the kinds a profile reads and writes are declared by the profile; a
 // pool's pause is written by the controller for every profile.

@@ -83,7 +83,7 @@ func PoolBusy(pool *unstructured.Unstructured) string {
 	conditions, _, _ := unstructured.NestedSlice(pool.Object, "status", "conditions")
 	for _, t := range []string{"Degraded", "NodeDegraded", "RenderDegraded"} {
 		if c, ok := findCondition(conditions, t); ok && c["status"] == "True" {
-			return fmt.Sprintf("MachineConfigPool %s is %s (%v: %v)", pool.GetName(), t, c["reason"], c["message"])
+			return fmt.Sprintf("MachineConfigPool %s is %s%s", pool.GetName(), t, conditionDetail(c))
 		}
 	}
 	if c, ok := findCondition(conditions, "Updating"); ok && c["status"] == "True" && !PoolPaused(pool) {

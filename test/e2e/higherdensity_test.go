@@ -52,7 +52,7 @@ var _ = Describe("An administrator raising VM density with kubectl", Ordered, fu
 		out, errOut, err := runWithEnv("bash", "-c", `PATH="$(dirname "$KUBECTL"):$PATH"; `+approve)
 		Expect(err).NotTo(HaveOccurred(), out+errOut)
 		kubectl("wait", densityVPC, `--for=jsonpath={.status.items[0].state}=InProgress`, "--timeout=60s")
-		Expect(jsonpath(densityVPC, "{.status.items[0].message}")).To(ContainSubstring("MachineConfigPool worker"))
+		Eventually(func() string { return jsonpath(densityVPC, "{.status.items[0].message}") }).Should(ContainSubstring("MachineConfigPool worker"))
 		Expect(jsonpath(densityVPC, "{.status.items[1].state}")).To(Equal("Pending"), "the HyperConverged waits for swap")
 		// The pool simulator renders the MachineConfig and reboots the workers one by one.
 		kubectl("wait", densityVPC, "--for=condition=Completed", "--timeout=60s")

@@ -167,19 +167,12 @@ var _ = Describe("Rolling node changes out with one reboot per node", func() {
 		Expect(pc.jsonpath("mcp/worker", "{.spec.paused}")).NotTo(Equal("true"), "the pool is resumed")
 	})
 
-	It("approving all three profiles together reboots each worker exactly once; on a compact cluster load-aware's PSI reaches the control plane, forecast as one master reboot", func() {
+	It("approving all three profiles together reboots each worker exactly once", func() {
 		pc := rebootCluster()
-		pc.apply(`apiVersion: config.openshift.io/v1
-kind: Scheduler
-metadata:
-  name: cluster
-spec:
-  mastersSchedulable: true
-`)
 		profiles := map[string]string{
 			"load-aware-rebalancing": "loadaware_sample.yaml",
 			"virt-higher-density":    "higherdensity_sample.yaml",
-			"platform-baseline":      "baseline_full_sample.yaml",
+			"platform-baseline":      "baseline_sample.yaml",
 		}
 		for name, sample := range profiles {
 			Eventually(func() string { return pc.jsonpath("vpc/"+name, "{.status.phase}") }).Should(Equal("Ignored"))
@@ -187,12 +180,8 @@ spec:
 		}
 		for name := range profiles {
 			pc.kubectl("wait", "vpc/"+name, "--for=condition=ReviewRequired", "--timeout=60s")
+			Expect(pc.forecast(name, "worker").Waves).To(BeEquivalentTo(6), name)
 		}
-		Expect(pc.jsonpath("vpc/load-aware-rebalancing", "{.status.items[*].name}")).To(ContainSubstring("enable-psi-metrics-masters"))
-		master := pc.forecast("load-aware-rebalancing", "master")
-		Expect(master.Nodes).To(BeEquivalentTo(3))
-		Expect(master.Waves).To(BeEquivalentTo(3))
-		Expect(master.Reboot).To(BeTrue())
 
 		By("approving the three within a second")
 		var wg sync.WaitGroup
@@ -208,9 +197,37 @@ spec:
 		reboots := pc.rebootsOf("worker")
 		Expect(reboots).To(HaveLen(6))
 		Expect(reboots).To(Equal(eachOnce(reboots)), "each worker reboots once for the three approvals")
-		masters := pc.rebootsOf("master")
-		Expect(masters).To(Equal(eachOnce(masters)), "each control plane node reboots once for the PSI argument")
+		Expect(pc.pools.Rollouts("worker")).To(HaveLen(1))
 		Expect(pc.jsonpath("mcp/worker", "{.spec.paused}")).NotTo(Equal("true"))
+	})
+
+	It("on a compact cluster load-aware's PSI argument reaches the control plane nodes too, forecast as one reboot of the master pool", func() {
+		pc := rebootCluster()
+		pc.apply(`apiVersion: config.openshift.io/v1
+kind: Scheduler
+metadata:
+  name: cluster
+spec:
+  mastersSchedulable: true
+`)
+		Eventually(func() string { return pc.jsonpath("vpc/load-aware-rebalancing", "{.status.phase}") }).Should(Equal("Ignored"))
+		pc.kubectl("apply", "-f", testenv.Path("config", "samples", "loadaware_sample.yaml"))
+		pc.kubectl("wait", "vpc/load-aware-rebalancing", "--for=condition=ReviewRequired", "--timeout=60s")
+		Expect(pc.jsonpath("vpc/load-aware-rebalancing", "{.status.items[*].name}")).To(ContainSubstring("enable-psi-metrics-masters"))
+		master := pc.forecast("load-aware-rebalancing", "master")
+		Expect(master.Nodes).To(BeEquivalentTo(3))
+		Expect(master.Waves).To(BeEquivalentTo(3))
+		Expect(master.Reboot).To(BeTrue())
+		Expect(pc.jsonpath("vpc/load-aware-rebalancing", "{.status.disruption}")).
+			To(Equal("reboots 3 master node(s) once, in 3 wave(s); reboots 6 worker node(s) once, in 6 wave(s)"))
+
+		pc.approveAsShown("load-aware-rebalancing")
+		pc.waitCompleted("load-aware-rebalancing")
+		masters := pc.rebootsOf("master")
+		Expect(masters).To(HaveLen(3))
+		Expect(masters).To(Equal(eachOnce(masters)), "each control plane node reboots once")
+		workers := pc.rebootsOf("worker")
+		Expect(workers).To(Equal(eachOnce(workers)))
 		Expect(pc.jsonpath("mcp/master", "{.spec.paused}")).NotTo(Equal("true"))
 	})
 })

@@ -102,7 +102,7 @@ kubectl apply --server-side -f dist/install.yaml`,
 			reason: "builds the installer for an image of your registry and " + noNodes +
 				"; make test-install applies dist/install.yaml on a control plane"},
 		{text: `helm install virt-advisor-operator dist/chart --namespace virt-advisor-operator-system --create-namespace \
-  --set image.tag=<tag> --set serviceMonitor.enabled=true --set prometheusRule.enabled=true`,
+  --set manager.image.tag=<tag> --set prometheus.enable=true --set prometheusRule.enable=true`,
 			reason: noNodes + "; make test-install installs the chart, its ServiceMonitor and PrometheusRule " +
 				"included, on a control plane"},
 	},

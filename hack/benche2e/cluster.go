@@ -30,9 +30,11 @@ type clusterSetup struct {
 	manifests []string
 	// nodes are created with their Node Feature Discovery labels and annotations.
 	nodes []nodeSet
-	// simulate runs the pool simulator: it creates simulatedWorkers worker Nodes when the
-	// cluster has no worker yet, renders every pool and waits until each is Updated.
+	// simulate runs the pool simulator, with renderDelay: it creates simulatedWorkers worker
+	// Nodes when the cluster has no worker yet, renders every pool and waits until each is
+	// Updated.
 	simulate         bool
+	renderDelay      time.Duration
 	simulatedWorkers int
 	// bulk are unrelated objects created before the manager starts (nil: none).
 	bulk *bulkObjects
@@ -100,23 +102,23 @@ func newCluster(ctx context.Context, opts *options, name string, setup clusterSe
 		logf("%s: created %s in %.1fs", name, setup.bulk, time.Since(start).Seconds())
 	}
 	if setup.simulate {
-		if err := c.startSimulator(ctx, setup.simulatedWorkers); err != nil {
+		if err := c.startSimulator(ctx, setup.renderDelay, setup.simulatedWorkers); err != nil {
 			return c, err
 		}
 	}
 	return c, nil
 }
 
-// startSimulator runs the pool simulator, creating workers Nodes if the cluster has no
-// worker, and waits until every pool is Updated on the rendered configuration of its
-// MachineConfigs with all its Nodes.
-func (c *cluster) startSimulator(ctx context.Context, workers int) error {
+// startSimulator runs the pool simulator with renderDelay, creating workers Nodes if the
+// cluster has no worker, and waits until every pool is Updated on the rendered
+// configuration of its MachineConfigs with all its Nodes.
+func (c *cluster) startSimulator(ctx context.Context, renderDelay time.Duration, workers int) error {
 	out, err := os.Create(filepath.Join(c.dir, "poolsim.log"))
 	if err != nil {
 		return err
 	}
 	c.sim, err = poolsim.New(c.cp.cfg, poolsim.Options{
-		RenderDelay: c.opts.renderDelay, RebootTime: c.opts.rebootTime, Out: out,
+		RenderDelay: renderDelay, RebootTime: c.opts.rebootTime, Out: out,
 	})
 	if err != nil {
 		_ = out.Close()

@@ -25,8 +25,10 @@
 //
 // Then, once each: the reboot scenarios (reboots per node and waves per pool for the full
 // platform-baseline sample and for the three profiles approved together and one after
-// the other, on 6 workers and 3 masters; see scenarios.go), and the manager's memory for a
-// platform-baseline plan as the worker Nodes grow (-node-counts; see nodescale.go).
+// the other, on 6 workers and 3 masters, with the Machine Config Operator's render delay, as
+// it decides which changes one reboot takes together; see scenarios.go), and the manager's
+// memory for a platform-baseline plan as the worker Nodes grow (-node-counts; see
+// nodescale.go).
 //
 //	KUBEBUILDER_ASSETS=bin/k8s/<version> MANAGER_BINARY=bin/manager go run ./hack/benche2e
 //
@@ -49,6 +51,8 @@ import (
 
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/kubevirt/virt-advisor-operator/test/poolsim"
 )
 
 // profileCase is one case the benchmark runs: its name, its profile, the sample that plans
@@ -112,8 +116,9 @@ type options struct {
 	operatorUser    string
 	managerNS       string
 	startupDeadline time.Duration
-	// renderDelay and rebootTime are the pool simulator's.
-	renderDelay, rebootTime time.Duration
+	// renderDelay and rebootTime are the pool simulator's in the profile cases;
+	// scenarioRenderDelay is its render delay in the reboot scenarios.
+	renderDelay, rebootTime, scenarioRenderDelay time.Duration
 	// idle is the idle window after Completed.
 	idle time.Duration
 	// scenarios runs the reboot scenarios.
@@ -245,6 +250,9 @@ func parseFlags() (*options, error) {
 	flag.DurationVar(&opts.renderDelay, "render-delay", 100*time.Millisecond,
 		"The pool simulator's render delay (the Machine Config Operator's is 5s): "+
 			"short, so that the manager's own time stays visible.")
+	flag.DurationVar(&opts.scenarioRenderDelay, "scenario-render-delay", poolsim.DefaultRenderDelay,
+		"The pool simulator's render delay in the reboot scenarios: the Machine Config Operator's, "+
+			"since it decides which changes one render, so one reboot, takes together.")
 	flag.DurationVar(&opts.rebootTime, "reboot-time", 100*time.Millisecond,
 		"How long a simulated node takes to reboot into a new configuration.")
 	flag.IntVar(&idleSeconds, "idle-seconds", 60, "The idle window after Completed, in seconds.")

@@ -18,8 +18,8 @@ func printTables(out io.Writer, opts *options, res *results) {
 	p := func(format string, args ...any) { _, _ = fmt.Fprintf(tw, format, args...) }
 
 	p("End-to-end figures of the manager: %d run(s) per profile case, each on a fresh control plane.\n", opts.runs)
-	p("Pool simulator (test/poolsim): render delay %s, reboot %s per node; idle window %s after Completed.\n",
-		opts.renderDelay, opts.rebootTime, opts.idle)
+	p("Pool simulator (test/poolsim): render delay %s (%s in the reboot scenarios), reboot %s per node; "+
+		"idle window %s after Completed.\n", opts.renderDelay, opts.scenarioRenderDelay, opts.rebootTime, opts.idle)
 	if len(res.runs) > 0 {
 		printRuns(p, opts, res.runs)
 		printSpent(tw, opts, res.runs)
@@ -98,8 +98,9 @@ func verdict(ok bool) string {
 }
 
 func printScenarios(p printer, opts *options, scs []scenarioResult) {
-	p("\nReboots and waves: %d workers (maxUnavailable 1) and %d masters with Node Feature Discovery labels; "+
-		"each scenario runs once, whatever -runs says\n\n", scenarioWorkers, scenarioMasters)
+	p("\nReboots and waves: %d workers (maxUnavailable 1) and %d masters with Node Feature Discovery labels, "+
+		"render delay %s; each scenario runs once, whatever -runs says\n\n", scenarioWorkers, scenarioMasters,
+		opts.scenarioRenderDelay)
 	p("scenario\tconfigs\tapprovals\tapprovals_within_s\tcompleted_after_s\t" +
 		"reboots_per_worker_min\treboots_per_worker_max\treboots_per_master_min\treboots_per_master_max\t" +
 		"worker_rollouts\tworker_waves\tmaster_rollouts\tmaster_waves\n")
@@ -108,7 +109,6 @@ func printScenarios(p printer, opts *options, scs []scenarioResult) {
 			s.seconds, s.workerRebootsMin, s.workerRebootsMax, s.masterRebootsMin, s.masterRebootsMax,
 			s.workerRollouts, s.workerWaves, s.masterRollouts, s.masterWaves)
 	}
-	_ = opts
 }
 
 // nodeBudgetKiB is the most memory the manager may take per worker Node.

@@ -46,7 +46,7 @@ type runResult struct {
 func runOnce(ctx context.Context, opts *options, pc profileCase, n int) (res runResult, err error) {
 	c, err := newCluster(ctx, opts, pc.name, clusterSetup{
 		upstreamCRDs: pc.upstreamCRDs, manifests: pc.baseline,
-		simulate: true, simulatedWorkers: profileWorkers, bulk: pc.bulk,
+		simulate: true, renderDelay: opts.renderDelay, simulatedWorkers: profileWorkers, bulk: pc.bulk,
 	})
 	if err != nil {
 		return res, err

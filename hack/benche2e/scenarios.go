@@ -82,7 +82,8 @@ func runScenario(ctx context.Context, opts *options, sc scenario) (res scenarioR
 			{kind: nodeKind{role: "worker"}, count: scenarioWorkers},
 			{kind: nodeKind{role: "master"}, count: scenarioMasters},
 		},
-		simulate: true,
+		simulate:    true,
+		renderDelay: opts.scenarioRenderDelay,
 	})
 	if err != nil {
 		return res, err

@@ -78,13 +78,18 @@ test-install: envtest helm build-installer build ## Install the chart and dist/i
 demo-check: ## Run the demo walkthrough non-interactively (DEMO_EXIT=1).
 	DEMO_EXIT=1 $(MAKE) --no-print-directory demo
 
-# RUNS is how many times `make bench` runs each profile end to end, each on a fresh control plane.
+# RUNS is how many times `make bench` runs each profile case end to end, each on a fresh control
+# plane; IDLE_SECONDS is the idle window measured after each Completed (shorter for a quick run);
+# BENCH_FLAGS are further flags of hack/benche2e (go run ./hack/benche2e -h lists them).
 RUNS ?= 3
+IDLE_SECONDS ?= 60
+BENCH_FLAGS ?=
 
 .PHONY: bench
-bench: envtest build ## Run the Go benchmarks, then time plan and apply of each profile end to end (RUNS runs) and print the figures.
+bench: envtest build ## Run the Go benchmarks, then the end-to-end figures: each profile (RUNS runs, IDLE_SECONDS idle), reboots and waves, memory as worker Nodes grow.
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test ./... -run '^$$' -bench . -benchmem -count=1
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" MANAGER_BINARY="$(CURDIR)/bin/manager" go run ./hack/benche2e -runs=$(RUNS)
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" MANAGER_BINARY="$(CURDIR)/bin/manager" \
+		go run ./hack/benche2e -runs=$(RUNS) -idle-seconds=$(IDLE_SECONDS) $(BENCH_FLAGS)
 
 # FUZZTIME is how long `make fuzz` runs each fuzz target. FUZZMINIMIZETIME caps the time spent
 # shrinking each input that finds new code (go's default, a minute, would take most of FUZZTIME).

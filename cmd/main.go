@@ -34,17 +34,20 @@ import (
 
 func main() {
 	var (
-		metricsAddr, probeAddr, leaderElectionNamespace, namespace string
-		metricsCertPath, metricsCertName, metricsCertKey           string
-		enableLeaderElection, secureMetrics, enableHTTP2           bool
-		advertise, showVersion                                     bool
-		healthPoll                                                 time.Duration
-		lease                                                      leaseDurations
+		metricsAddr, probeAddr, pprofAddr, leaderElectionNamespace, namespace string
+		metricsCertPath, metricsCertName, metricsCertKey                      string
+		enableLeaderElection, secureMetrics, enableHTTP2                      bool
+		advertise, showVersion                                                bool
+		healthPoll                                                            time.Duration
+		lease                                                                 leaseDurations
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "Address of the metrics endpoint "+
 		"(HTTPS with authentication and authorization unless --metrics-secure=false); 0 disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081",
 		"Address of the /healthz and /readyz probes; 0 disables them.")
+	flag.StringVar(&pprofAddr, "pprof-bind-address", "0",
+		"Address of the Go profiler's /debug/pprof/ endpoints (plain HTTP, no authentication), "+
+			"for diagnosis only; 0 disables them.")
 	flag.BoolVar(&enableLeaderElection, "leader-elect", false, "Elect a leader, so that only one replica acts at a time.")
 	flag.DurationVar(&lease.duration, "leader-elect-lease-duration", 15*time.Second,
 		"How long a standby waits, after the leader last renewed its lease, before it takes over.")
@@ -85,7 +88,7 @@ func main() {
 		os.Exit(2)
 	}
 	if err := run(runOptions{
-		metricsAddr: metricsAddr, probeAddr: probeAddr, leaderElection: enableLeaderElection,
+		metricsAddr: metricsAddr, probeAddr: probeAddr, pprofAddr: pprofAddr, leaderElection: enableLeaderElection,
 		leaderElectionNamespace: leaderElectionNamespace, namespace: operatorNamespace(namespace),
 		secureMetrics: secureMetrics, enableHTTP2: enableHTTP2, advertise: advertise, healthPoll: healthPoll,
 		lease: lease, metricsCertPath: metricsCertPath, metricsCertName: metricsCertName, metricsCertKey: metricsCertKey,
@@ -96,11 +99,11 @@ func main() {
 }
 
 type runOptions struct {
-	metricsAddr, probeAddr, leaderElectionNamespace, namespace string
-	metricsCertPath, metricsCertName, metricsCertKey           string
-	leaderElection, secureMetrics, enableHTTP2, advertise      bool
-	healthPoll                                                 time.Duration
-	lease                                                      leaseDurations
+	metricsAddr, probeAddr, pprofAddr, leaderElectionNamespace, namespace string
+	metricsCertPath, metricsCertName, metricsCertKey                      string
+	leaderElection, secureMetrics, enableHTTP2, advertise                 bool
+	healthPoll                                                            time.Duration
+	lease                                                                 leaseDurations
 }
 
 // leaseDurations time the leader election.
@@ -159,6 +162,7 @@ func run(o runOptions) error {
 		Scheme:                  controller.NewScheme(),
 		Metrics:                 metricsOpts,
 		HealthProbeBindAddress:  o.probeAddr,
+		PprofBindAddress:        o.pprofAddr,
 		LeaderElection:          o.leaderElection,
 		LeaderElectionID:        "virt-advisor-operator.advisor.kubevirt.io",
 		LeaderElectionNamespace: leaseNamespace,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"sort"
 	"strings"
 	"time"
 )
@@ -113,6 +114,8 @@ type counts struct {
 	dryRuns int
 	// conflicts are the requests answered 409 Conflict.
 	conflicts int
+	// watches are the watch requests among requests.
+	watches int
 }
 
 // count sums the operator's requests received in [from, to).
@@ -132,6 +135,43 @@ func count(reqs []request, from, to time.Time) counts {
 		if r.code == 409 {
 			c.conflicts++
 		}
+		if r.verb == "watch" {
+			c.watches++
+		}
 	}
 	return c
+}
+
+// describe lists the operator's requests received in [from, to) other than watches, as
+// "verb resource[/subresource] ×count", most frequent first.
+func describe(reqs []request, from, to time.Time) string {
+	counts := map[string]int{}
+	for _, r := range reqs {
+		if !r.operator || r.verb == "watch" || r.at.Before(from) || !r.at.Before(to) {
+			continue
+		}
+		what := r.verb + " " + r.resource
+		if r.subresource != "" {
+			what += "/" + r.subresource
+		}
+		if r.dryRun {
+			what += " (dry run)"
+		}
+		counts[what]++
+	}
+	kinds := make([]string, 0, len(counts))
+	for k := range counts {
+		kinds = append(kinds, k)
+	}
+	sort.Slice(kinds, func(i, j int) bool {
+		if counts[kinds[i]] != counts[kinds[j]] {
+			return counts[kinds[i]] > counts[kinds[j]]
+		}
+		return kinds[i] < kinds[j]
+	})
+	parts := make([]string, 0, len(kinds))
+	for _, k := range kinds {
+		parts = append(parts, fmt.Sprintf("%s ×%d", k, counts[k]))
+	}
+	return strings.Join(parts, ", ")
 }

@@ -39,7 +39,10 @@ const fieldManager = "virt-advisor-bench"
 
 // controlPlane is a running kube-apiserver + etcd with the CRDs installed.
 type controlPlane struct {
-	env      *envtest.Environment
+	env *envtest.Environment
+	// cfg is the benchmark's own client configuration: no client-side rate limit, so that
+	// it never delays a stage.
+	cfg      *rest.Config
 	dyn      dynamic.Interface
 	mapper   meta.RESTMapper
 	auditLog string
@@ -48,10 +51,10 @@ type controlPlane struct {
 	apiserverLog       *os.File
 }
 
-// startControlPlane starts the control plane of one run of pc in dir, with the project's
-// CRD, the test CRDs of the kinds the profiles write and the upstream CRDs pc needs, and the
-// audit log in dir/audit.log.
-func startControlPlane(opts *options, pc profileCase, dir string) (*controlPlane, error) {
+// startControlPlane starts a control plane in dir, with the project's CRD, the test CRDs
+// of the kinds the profiles write and the upstream CRDs given, and the audit log in
+// dir/audit.log.
+func startControlPlane(opts *options, upstreamCRDs []string, dir string) (*controlPlane, error) {
 	policy := filepath.Join(dir, "audit-policy.yaml")
 	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
 		return nil, err
@@ -66,7 +69,7 @@ func startControlPlane(opts *options, pc profileCase, dir string) (*controlPlane
 		filepath.Join(opts.root, "test", "crds", "base"),
 		filepath.Join(opts.root, "test", "crds", "kubedescheduler", "4.20"),
 	}
-	for _, f := range pc.upstreamCRDs {
+	for _, f := range upstreamCRDs {
 		crdPaths = append(crdPaths, filepath.Join(opts.upstreamCRDs, filepath.FromSlash(f)))
 	}
 	cp.env = &envtest.Environment{
@@ -90,25 +93,14 @@ func startControlPlane(opts *options, pc profileCase, dir string) (*controlPlane
 		return nil, fmt.Errorf("start the control plane: %w", err)
 	}
 
-	user, err := cp.env.AddUser(envtest.User{Name: opts.operatorUser, Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		cp.stop()
-		return nil, fmt.Errorf("add the operator's user: %w", err)
-	}
-	kubeconfig, err := user.KubeConfig()
-	if err != nil {
-		cp.stop()
-		return nil, fmt.Errorf("the operator's kubeconfig: %w", err)
-	}
-	cp.operatorKubeconfig = filepath.Join(dir, "operator.kubeconfig")
-	if err := os.WriteFile(cp.operatorKubeconfig, kubeconfig, 0o600); err != nil {
+	if cp.operatorKubeconfig, err = cp.kubeconfig(opts.operatorUser, dir); err != nil {
 		cp.stop()
 		return nil, err
 	}
 
-	// The benchmark's own client: no client-side rate limit, so that it never delays a stage.
 	cfg := rest.CopyConfig(cp.env.Config)
 	cfg.QPS, cfg.Burst = 1000, 2000
+	cp.cfg = cfg
 	if cp.dyn, err = dynamic.NewForConfig(cfg); err != nil {
 		cp.stop()
 		return nil, err
@@ -120,6 +112,24 @@ func startControlPlane(opts *options, pc profileCase, dir string) (*controlPlane
 	}
 	cp.mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
 	return cp, nil
+}
+
+// kubeconfig writes dir/<user>.kubeconfig for a new user of group system:masters and
+// returns its path.
+func (cp *controlPlane) kubeconfig(user, dir string) (string, error) {
+	u, err := cp.env.AddUser(envtest.User{Name: user, Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return "", fmt.Errorf("add the user %s: %w", user, err)
+	}
+	data, err := u.KubeConfig()
+	if err != nil {
+		return "", fmt.Errorf("the kubeconfig of %s: %w", user, err)
+	}
+	path := filepath.Join(dir, user+".kubeconfig")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		return "", err
+	}
+	return path, nil
 }
 
 func (cp *controlPlane) stop() {
@@ -179,15 +189,6 @@ func (cp *controlPlane) resourceFor(obj *unstructured.Unstructured) (dynamic.Res
 	return cp.dyn.Resource(mapping.Resource), nil
 }
 
-// serves tells whether the control plane serves the kind.
-func (cp *controlPlane) serves(gvk schema.GroupVersionKind) (bool, error) {
-	_, err := cp.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	if meta.IsNoMatchError(err) {
-		return false, nil
-	}
-	return err == nil, err
-}
-
 // apply server-side applies obj.
 func (cp *controlPlane) apply(ctx context.Context, obj *unstructured.Unstructured) error {
 	ri, err := cp.resourceFor(obj)
@@ -219,9 +220,6 @@ var (
 	vpcGVR = schema.GroupVersion{Group: "advisor.kubevirt.io", Version: "v1alpha1"}.WithResource("virtplatformconfigs")
 	mcGVR  = machineConfiguration.WithResource("machineconfigs")
 	mcpGVR = machineConfiguration.WithResource("machineconfigpools")
-	kcGVR  = machineConfiguration.WithResource("kubeletconfigs")
-
-	kubeletConfigGVK = machineConfiguration.WithKind("KubeletConfig")
 
 	machineConfiguration = schema.GroupVersion{Group: "machineconfiguration.openshift.io", Version: "v1"}
 )

@@ -1,21 +1,34 @@
-// Command benche2e measures the manager binary end to end: for each profile it starts a
-// fresh local control plane (the envtest kube-apiserver and etcd, with the API server's
-// audit log on), installs the CRDs and the baseline objects (the project's CRD, the test
-// CRDs, and the upstream CRDs and objects the profile's targets need), starts the manager as
-// a user of its own, and times the two stages an administrator waits for:
+// Command benche2e measures the manager binary end to end, each case on a fresh local
+// control plane (the envtest kube-apiserver and etcd, with the API server's audit log on)
+// with the project's CRD, the test CRDs, the upstream CRDs and objects the profile's
+// targets need, the manager running as a user of its own, and the project's pool
+// simulator (test/poolsim) playing the Machine Config Operator: it renders each pool's
+// MachineConfigs and KubeletConfigs and rolls its Nodes out to them, maxUnavailable at a
+// time, each reboot taking -reboot-time.
+//
+// Each profile case runs -runs times and times the two stages an administrator waits for:
 //
 //   - plan: server-side apply of the profile's sample until .status.phase is ReviewRequired;
-//   - apply: the merge patch spec.action=Apply until .status.phase is Completed, while a
-//     simulated Machine Config Operator rolls out each MachineConfig and KubeletConfig of
-//     the plan to the worker pool as soon as it exists.
+//   - apply: the merge patch spec.action=Apply until .status.phase is Completed, while the
+//     pool simulator rolls out each MachineConfig and KubeletConfig of the plan;
 //
-// Both phases are observed through a watch. The audit log gives the manager's requests per
-// stage: all of them, the writes (create, update, patch, delete, deletecollection; dry runs
-// are counted apart) and the ones answered 409 Conflict. The startup row is the time from
-// launching the manager until /readyz answers, with the requests it sent before the plan
-// stage began. Each profile runs -runs times; the table lists every run and the medians,
-// where the time of each stage went (the class of API request in flight at each moment, see
-// account), and the peak RSS (VmHWM) of the manager at the end of each run.
+// then an idle window of -idle-seconds, in which the manager should send nothing but keep
+// its watches open. Both phases are observed through a watch. The audit log gives the
+// manager's requests per stage: all of them, the writes (create, update, patch, delete,
+// deletecollection; dry runs are counted apart) and the ones answered 409 Conflict. The
+// startup row is the time from launching the manager until /readyz answers, with the
+// requests it sent before the plan stage began. The tables list every run and the medians,
+// where the time of each stage went (the class of API request in flight at each moment,
+// see account), and the peak RSS (VmHWM) and the RSS (VmRSS) of the manager at the end of
+// the idle window. One case repeats load-aware-rebalancing among unrelated bulk objects:
+// large MachineConfigs and many ConfigMaps (-large).
+//
+// Then, once each: the reboot scenarios (reboots per node and waves per pool for the full
+// platform-baseline sample and for the three profiles approved together and one after
+// the other, on 6 workers and 3 masters, with the Machine Config Operator's render delay, as
+// it decides which changes one reboot takes together; see scenarios.go), and the manager's
+// memory for a platform-baseline plan as the worker Nodes grow (-node-counts; see
+// nodescale.go).
 //
 //	KUBEBUILDER_ASSETS=bin/k8s/<version> MANAGER_BINARY=bin/manager go run ./hack/benche2e
 //
@@ -31,46 +44,60 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/kubevirt/virt-advisor-operator/test/poolsim"
 )
 
-// profileCase is one profile the benchmark runs: its name, the sample that plans it, and
-// what its control plane has besides the project's CRD, the test CRDs and
+// profileCase is one case the benchmark runs: its name, its profile, the sample that plans
+// it, and what its control plane has besides the project's CRD, the test CRDs and
 // config/samples/mock_baseline_resources.yaml.
 type profileCase struct {
-	name   string
-	sample string
+	name    string
+	profile string
+	sample  string
 	// upstreamCRDs are the CRDs of the operators the profile's targets belong to, as files
 	// "<group>/<plural>.yaml" of the upstream CRD directory (-upstream-crds).
 	upstreamCRDs []string
 	// baseline are further manifests, relative to the repository root, applied in order
 	// after mock_baseline_resources.yaml and before the manager starts.
 	baseline []string
+	// bulk are unrelated objects created before the manager starts.
+	bulk *bulkObjects
 }
 
 // commonBaseline is the manifest every profile case applies first.
 const commonBaseline = "config/samples/mock_baseline_resources.yaml"
 
 var profileCases = []profileCase{
-	{name: "load-aware-rebalancing", sample: "config/samples/loadaware_sample.yaml"},
-	{name: "virt-higher-density", sample: "config/samples/higherdensity_sample.yaml"},
+	{name: "load-aware-rebalancing", profile: "load-aware-rebalancing", sample: "config/samples/loadaware_sample.yaml"},
+	{name: "virt-higher-density", profile: "virt-higher-density", sample: "config/samples/higherdensity_sample.yaml"},
 	{
 		// As in test/e2e: the Machine Config Operator's KubeletConfig, the Node Health Check
 		// and Self Node Remediation operators are installed; MTV and MetalLB are not, so
 		// their items are Skipped.
-		name:   "platform-baseline",
-		sample: "config/samples/baseline_sample.yaml",
-		upstreamCRDs: []string{
-			"machineconfiguration.openshift.io/kubeletconfigs.yaml",
-			"remediation.medik8s.io/nodehealthchecks.yaml",
-			"self-node-remediation.medik8s.io/selfnoderemediationtemplates.yaml",
-		},
-		baseline: []string{"test/e2e/testdata/platform_baseline_cluster.yaml"},
+		name:         "platform-baseline",
+		profile:      "platform-baseline",
+		sample:       "config/samples/baseline_sample.yaml",
+		upstreamCRDs: allProfilesCRDs,
+		baseline:     []string{"test/e2e/testdata/platform_baseline_cluster.yaml"},
+	},
+}
+
+// largeCase is load-aware-rebalancing among the bulk objects of a long-lived cluster.
+var largeCase = profileCase{
+	name:    "load-aware-rebalancing, large",
+	profile: "load-aware-rebalancing",
+	sample:  "config/samples/loadaware_sample.yaml",
+	bulk: &bulkObjects{
+		machineConfigs: 500, machineConfigBytes: 100 << 10,
+		configMaps: 5000, configMapBytes: 1 << 10, configMapNamespaces: 10,
 	},
 }
 
@@ -89,6 +116,25 @@ type options struct {
 	operatorUser    string
 	managerNS       string
 	startupDeadline time.Duration
+	// renderDelay and rebootTime are the pool simulator's in the profile cases;
+	// scenarioRenderDelay is its render delay in the reboot scenarios.
+	renderDelay, rebootTime, scenarioRenderDelay time.Duration
+	// idle is the idle window after Completed.
+	idle time.Duration
+	// scenarios runs the reboot scenarios.
+	scenarios bool
+	// nodeCounts are the worker counts of the node-scale cases; rssSettle is the wait after
+	// ReviewRequired before their memory is read; pprofDir receives their heap profiles.
+	nodeCounts []int
+	rssSettle  time.Duration
+	pprofDir   string
+}
+
+// results are every figure of a benchmark.
+type results struct {
+	runs      []runResult
+	scenarios []scenarioResult
+	nodeScale []nodeScaleResult
 }
 
 func main() {
@@ -101,22 +147,23 @@ func main() {
 	ctrllog.SetLogger(logr.Discard())
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	results, err := runAll(ctx, opts)
+	res, err := runAll(ctx, opts)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "benche2e:", err)
 		os.Exit(1)
 	}
-	printTables(os.Stdout, opts, results)
+	printTables(os.Stdout, opts, res)
 }
 
-// runAll runs every profile opts.runs times, each time from a copy of the manager binary
-// made for this benchmark. The peak RSS includes the pages of the binary's file the
+// runAll runs every profile case opts.runs times, then the reboot scenarios and the
+// node-scale cases once each, each time from a copy of the manager binary made for this
+// benchmark. The peak RSS includes the pages of the binary's file the
 // manager has mapped, and that part depends on the state of the file in the page cache:
 // the same build peaked at 57-59 MiB run from bin/manager and at 52-53 MiB run from a
 // copy, the difference all in RssFile. A fresh copy is in the same state for every build
 // compared.
-func runAll(ctx context.Context, opts *options) ([]runResult, error) {
+func runAll(ctx context.Context, opts *options) (*results, error) {
 	dir, err := os.MkdirTemp("", "benche2e-manager-")
 	if err != nil {
 		return nil, err
@@ -127,18 +174,36 @@ func runAll(ctx context.Context, opts *options) ([]runResult, error) {
 	if err := copyExecutable(opts.manager, run.manager); err != nil {
 		return nil, err
 	}
-	var results []runResult
+	res := &results{}
 	for _, pc := range run.profiles {
 		for i := 1; i <= run.runs; i++ {
 			logf("%s: run %d/%d", pc.name, i, run.runs)
-			res, err := runOnce(ctx, &run, pc, i)
+			r, err := runOnce(ctx, &run, pc, i)
 			if err != nil {
 				return nil, fmt.Errorf("%s run %d: %w", pc.name, i, err)
 			}
-			results = append(results, res)
+			res.runs = append(res.runs, r)
 		}
 	}
-	return results, nil
+	if run.scenarios {
+		for _, sc := range scenarios {
+			logf("scenario: %s", sc.name)
+			r, err := runScenario(ctx, &run, sc)
+			if err != nil {
+				return nil, fmt.Errorf("scenario %s: %w", sc.name, err)
+			}
+			res.scenarios = append(res.scenarios, r)
+		}
+	}
+	for _, n := range run.nodeCounts {
+		logf("platform-baseline plan with %d worker Nodes", n)
+		r, err := runNodeScale(ctx, &run, n)
+		if err != nil {
+			return nil, fmt.Errorf("%d worker Nodes: %w", n, err)
+		}
+		res.nodeScale = append(res.nodeScale, r)
+	}
+	return res, nil
 }
 
 func copyExecutable(from, to string) error {
@@ -160,15 +225,18 @@ func copyExecutable(from, to string) error {
 
 func parseFlags() (*options, error) {
 	opts := &options{}
-	var profiles string
+	var profiles, nodeCounts string
+	var idleSeconds int
+	var large bool
 	flag.StringVar(&opts.root, "root", ".", "The repository root: CRDs, samples and baseline are read from it.")
 	flag.StringVar(&opts.assets, "assets", os.Getenv("KUBEBUILDER_ASSETS"),
 		"Directory of kube-apiserver and etcd (default $KUBEBUILDER_ASSETS).")
 	flag.StringVar(&opts.upstreamCRDs, "upstream-crds", os.Getenv("UPSTREAM_CRDS"),
 		"Directory of the upstream CRDs some profiles install (default $UPSTREAM_CRDS, else <root>/../shared/upstream-crds).")
 	flag.StringVar(&opts.manager, "manager", os.Getenv("MANAGER_BINARY"), "The manager binary (default $MANAGER_BINARY).")
-	flag.IntVar(&opts.runs, "runs", 3, "Runs per profile, each on a fresh control plane.")
-	flag.StringVar(&profiles, "profiles", "", "Comma-separated profiles to run (default: all).")
+	flag.IntVar(&opts.runs, "runs", 3, "Runs per profile case, each on a fresh control plane.")
+	flag.StringVar(&profiles, "profiles", "",
+		"Comma-separated profiles whose cases run (default: all; none: no profile case).")
 	flag.DurationVar(&opts.settle, "settle", 2*time.Second,
 		"Wait after /readyz answers before the plan stage, so that start-up requests stay out of it.")
 	flag.DurationVar(&opts.planTimeout, "plan-timeout", 2*time.Minute, "Longest wait for ReviewRequired.")
@@ -179,6 +247,26 @@ func parseFlags() (*options, error) {
 	flag.StringVar(&opts.operatorUser, "operator-user", "virt-advisor-bench-operator",
 		"The user the manager authenticates as; the audit log counts its requests.")
 	flag.StringVar(&opts.managerNS, "namespace", "virt-advisor-bench", "The namespace the manager runs in (--namespace).")
+	flag.DurationVar(&opts.renderDelay, "render-delay", 100*time.Millisecond,
+		"The pool simulator's render delay (the Machine Config Operator's is 5s): "+
+			"short, so that the manager's own time stays visible.")
+	flag.DurationVar(&opts.scenarioRenderDelay, "scenario-render-delay", poolsim.DefaultRenderDelay,
+		"The pool simulator's render delay in the reboot scenarios: the Machine Config Operator's, "+
+			"since it decides which changes one render, so one reboot, takes together.")
+	flag.DurationVar(&opts.rebootTime, "reboot-time", 100*time.Millisecond,
+		"How long a simulated node takes to reboot into a new configuration.")
+	flag.IntVar(&idleSeconds, "idle-seconds", 60, "The idle window after Completed, in seconds.")
+	flag.BoolVar(&large, "large", true,
+		"Also run load-aware-rebalancing among 500 MachineConfigs of 100 KiB and 5,000 ConfigMaps.")
+	flag.BoolVar(&opts.scenarios, "scenarios", true,
+		"Run the reboot scenarios (6 workers, 3 masters): the full platform-baseline sample, "+
+			"the three profiles together and one after the other.")
+	flag.StringVar(&nodeCounts, "node-counts", "6,3000",
+		"Comma-separated worker Node counts of the node-scale cases (a platform-baseline plan); empty: none.")
+	flag.DurationVar(&opts.rssSettle, "rss-settle", 10*time.Second,
+		"Wait after ReviewRequired before the node-scale cases read the manager's memory.")
+	flag.StringVar(&opts.pprofDir, "pprof-dir", "",
+		"Write the manager's heap profile of each node-scale case to this directory.")
 	flag.Parse()
 
 	if opts.assets == "" {
@@ -190,6 +278,20 @@ func parseFlags() (*options, error) {
 	}
 	if opts.runs < 1 {
 		return nil, fmt.Errorf("-runs=%d: want at least 1", opts.runs)
+	}
+	if idleSeconds < 0 {
+		return nil, fmt.Errorf("-idle-seconds=%d: want 0 or more", idleSeconds)
+	}
+	opts.idle = time.Duration(idleSeconds) * time.Second
+	for _, field := range strings.Split(nodeCounts, ",") {
+		if field = strings.TrimSpace(field); field == "" {
+			continue
+		}
+		n, err := strconv.Atoi(field)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("-node-counts: %q is not a positive number", field)
+		}
+		opts.nodeCounts = append(opts.nodeCounts, n)
 	}
 	if opts.upstreamCRDs == "" {
 		opts.upstreamCRDs = filepath.Join(opts.root, "..", "shared", "upstream-crds")
@@ -206,19 +308,32 @@ func parseFlags() (*options, error) {
 	if st, err := os.Stat(opts.manager); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
 		return nil, fmt.Errorf("manager binary %s is not an executable file (make build builds it)", opts.manager)
 	}
-	opts.profiles = profileCases
-	if profiles != "" {
+	cases := profileCases
+	if large {
+		cases = append(cases[:len(cases):len(cases)], largeCase)
+	}
+	opts.profiles = cases
+	if profiles == "none" {
+		opts.profiles = nil
+	} else if profiles != "" {
 		opts.profiles = nil
 		for _, name := range strings.Split(profiles, ",") {
 			found := false
-			for _, pc := range profileCases {
-				if pc.name == strings.TrimSpace(name) {
+			for _, pc := range cases {
+				if pc.profile == strings.TrimSpace(name) {
 					opts.profiles = append(opts.profiles, pc)
 					found = true
 				}
 			}
 			if !found {
 				return nil, fmt.Errorf("-profiles: unknown profile %q", name)
+			}
+		}
+	}
+	if opts.scenarios || len(opts.nodeCounts) > 0 {
+		for _, f := range allProfilesCRDs {
+			if _, err := os.Stat(filepath.Join(opts.upstreamCRDs, filepath.FromSlash(f))); err != nil {
+				return nil, fmt.Errorf("the scenarios need the upstream CRD %s (set UPSTREAM_CRDS or -upstream-crds): %w", f, err)
 			}
 		}
 	}

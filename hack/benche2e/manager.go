@@ -27,8 +27,10 @@ type managerProc struct {
 	stopOnce        sync.Once
 }
 
-// startManager starts the manager and waits until its /readyz answers.
-func startManager(ctx context.Context, opts *options, cp *controlPlane, dir string) (*managerProc, error) {
+// startManager starts the manager, with the benchmark's flags and extraArgs, and waits
+// until its /readyz answers.
+func startManager(ctx context.Context, opts *options, cp *controlPlane, dir string,
+	extraArgs ...string) (*managerProc, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -39,7 +41,8 @@ func startManager(ctx context.Context, opts *options, cp *controlPlane, dir stri
 		return nil, err
 	}
 	probe := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	m.cmd = exec.Command(opts.manager,
+	args := make([]string, 0, 6+len(extraArgs))
+	args = append(args,
 		"--leader-elect=false",
 		"--metrics-bind-address=0",
 		"--health-probe-bind-address="+probe,
@@ -47,6 +50,7 @@ func startManager(ctx context.Context, opts *options, cp *controlPlane, dir stri
 		"--health-poll-interval=1s",
 		"--advertise-profiles=false",
 	)
+	m.cmd = exec.Command(opts.manager, append(args, extraArgs...)...)
 	m.cmd.Env = append(os.Environ(), "KUBECONFIG="+cp.operatorKubeconfig)
 	m.cmd.Stdout, m.cmd.Stderr = logFile, logFile
 	m.launched = time.Now()
@@ -115,28 +119,38 @@ func (m *managerProc) exited() bool {
 	}
 }
 
-// peakRSSMiB is the manager's peak resident set size so far (VmHWM), in MiB.
-func (m *managerProc) peakRSSMiB() (float64, error) {
+// memory is the manager's resident set size: its peak so far (VmHWM) and now (VmRSS), in MiB.
+func (m *managerProc) memory() (peak, now float64, err error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", m.cmd.Process.Pid))
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer func() { _ = f.Close() }()
+	found := 0
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
-		if len(fields) == 3 && fields[0] == "VmHWM:" && fields[2] == "kB" {
-			kb, err := strconv.ParseFloat(fields[1], 64)
-			if err != nil {
-				return 0, err
-			}
-			return kb / 1024, nil
+		if len(fields) != 3 || fields[2] != "kB" || (fields[0] != "VmHWM:" && fields[0] != "VmRSS:") {
+			continue
 		}
+		kb, err := strconv.ParseFloat(fields[1], 64)
+		if err != nil {
+			return 0, 0, err
+		}
+		if fields[0] == "VmHWM:" {
+			peak = kb / 1024
+		} else {
+			now = kb / 1024
+		}
+		found++
 	}
 	if err := sc.Err(); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return 0, fmt.Errorf("no VmHWM in /proc/%d/status", m.cmd.Process.Pid)
+	if found != 2 {
+		return 0, 0, fmt.Errorf("no VmHWM or VmRSS in /proc/%d/status", m.cmd.Process.Pid)
+	}
+	return peak, now, nil
 }
 
 // stop ends the manager: SIGTERM, and SIGKILL if it is still running 15s later.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -77,18 +78,27 @@ func (pw *phaseWatcher) phase() string {
 // until waits for the phase want and returns when the watch delivered it. The phase seen
 // before the call does not count: the caller changed the object since.
 func (pw *phaseWatcher) until(ctx context.Context, want string, timeout time.Duration) (time.Time, error) {
+	at, _, err := pw.untilOneOf(ctx, timeout, want)
+	return at, err
+}
+
+// untilOneOf waits for one of the phases wants and returns when the watch delivered it,
+// with the phase. The phase seen before the call does not count.
+func (pw *phaseWatcher) untilOneOf(ctx context.Context, timeout time.Duration,
+	wants ...string) (time.Time, string, error) {
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
+	wanted := func(phase string) bool { return slices.Contains(wants, phase) }
 	for {
 		select {
 		case <-ctx.Done():
-			return time.Time{}, ctx.Err()
+			return time.Time{}, "", ctx.Err()
 		case <-deadline.C:
-			return time.Time{}, fmt.Errorf("no phase %s within %s: %s", want, timeout, pw.describe())
+			return time.Time{}, "", fmt.Errorf("no phase %s within %s: %s", strings.Join(wants, " or "), timeout, pw.describe())
 		case ev, ok := <-pw.w.ResultChan():
 			if !ok {
 				if err := pw.open(ctx, false); err != nil {
-					return time.Time{}, err
+					return time.Time{}, "", err
 				}
 				continue
 			}
@@ -97,10 +107,10 @@ func (pw *phaseWatcher) until(ctx context.Context, want string, timeout time.Dur
 				// Most likely 410 Gone: start again from a fresh list.
 				pw.w.Stop()
 				if err := pw.open(ctx, true); err != nil {
-					return time.Time{}, fmt.Errorf("%w (after the watch error %v)", err, apierrors.FromObject(ev.Object))
+					return time.Time{}, "", fmt.Errorf("%w (after the watch error %v)", err, apierrors.FromObject(ev.Object))
 				}
-				if pw.phase() == want {
-					return time.Now(), nil
+				if phase := pw.phase(); wanted(phase) {
+					return time.Now(), phase, nil
 				}
 				continue
 			case watch.Bookmark:
@@ -109,7 +119,7 @@ func (pw *phaseWatcher) until(ctx context.Context, want string, timeout time.Dur
 				}
 				continue
 			case watch.Deleted:
-				return time.Time{}, fmt.Errorf("VirtPlatformConfig %s was deleted", pw.name)
+				return time.Time{}, "", fmt.Errorf("VirtPlatformConfig %s was deleted", pw.name)
 			}
 			u, ok := ev.Object.(*unstructured.Unstructured)
 			if !ok {
@@ -118,13 +128,27 @@ func (pw *phaseWatcher) until(ctx context.Context, want string, timeout time.Dur
 			at := time.Now()
 			pw.last, pw.rv = u, u.GetResourceVersion()
 			switch phase := pw.phase(); {
-			case phase == want:
-				return at, nil
+			case wanted(phase):
+				return at, phase, nil
 			case failPhases[phase]:
-				return time.Time{}, fmt.Errorf("phase %s instead of %s: %s", phase, want, pw.describe())
+				return time.Time{}, "", fmt.Errorf("phase %s instead of %s: %s", phase, strings.Join(wants, " or "), pw.describe())
 			}
 		}
 	}
+}
+
+// asksForApproval tells whether the object as last seen waits for an approval its spec
+// does not give: ReviewRequired, approval required, and spec.approvedPlanHash (which the
+// approval commands set) not the hash of the plan in status. The object right after an
+// approval is still ReviewRequired until the manager takes the approval: that is no ask.
+func (pw *phaseWatcher) asksForApproval() bool {
+	if pw.last == nil || pw.phase() != stagePlan {
+		return false
+	}
+	required, _, _ := unstructured.NestedBool(pw.last.Object, "status", "approval", "required")
+	approved, _, _ := unstructured.NestedString(pw.last.Object, "spec", "approvedPlanHash")
+	plan, _, _ := unstructured.NestedString(pw.last.Object, "status", "planHash")
+	return required && approved != plan
 }
 
 // describe is the phase and the conditions of the object as last seen.

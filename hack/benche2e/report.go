@@ -9,61 +9,237 @@ import (
 	"text/tabwriter"
 )
 
-// printTables writes every run's figures, then the medians per profile and stage, then the
-// manager's peak RSS.
-func printTables(out io.Writer, opts *options, results []runResult) {
+// printTables writes every run's figures, the medians per case and stage, where the
+// stages' time went, the idle windows and the memory, then the reboot scenarios, the
+// node-scale cases, and a summary of the medians and the budgets.
+func printTables(out io.Writer, opts *options, res *results) {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	defer func() { _ = tw.Flush() }()
+	p := func(format string, args ...any) { _, _ = fmt.Fprintf(tw, format, args...) }
 
-	_, _ = fmt.Fprintf(tw, "End-to-end latency of the manager: %d run(s) per profile, each on a fresh control plane\n\n",
-		opts.runs)
-	_, _ = fmt.Fprintln(tw, "profile\trun\tstage\ttime_s\trequests\twrites\tdryruns\t409s")
-	for _, r := range results {
+	p("End-to-end figures of the manager: %d run(s) per profile case, each on a fresh control plane.\n", opts.runs)
+	p("Pool simulator (test/poolsim): render delay %s (%s in the reboot scenarios), reboot %s per node; "+
+		"idle window %s after Completed.\n", opts.renderDelay, opts.scenarioRenderDelay, opts.rebootTime, opts.idle)
+	if len(res.runs) > 0 {
+		printRuns(p, opts, res.runs)
+		printSpent(tw, opts, res.runs)
+		printIdle(p, opts, res.runs)
+	}
+	if len(res.scenarios) > 0 {
+		printScenarios(p, opts, res.scenarios)
+	}
+	if len(res.nodeScale) > 0 {
+		printNodeScale(p, opts, res.nodeScale)
+	}
+	printSummary(p, opts, res)
+}
+
+type printer func(format string, args ...any)
+
+func printRuns(p printer, opts *options, runs []runResult) {
+	p("\ncase\trun\tstage\ttime_s\trequests\twrites\tdryruns\t409s\n")
+	for _, r := range runs {
 		for _, s := range r.stages {
-			_, _ = fmt.Fprintf(tw, "%s\t%d\t%s\t%.3f\t%d\t%d\t%d\t%d\n",
-				r.profile, r.run, s.name, s.seconds, s.requests, s.writes, s.dryRuns, s.conflicts)
+			p("%s\t%d\t%s\t%.3f\t%d\t%d\t%d\t%d\n",
+				r.name, r.run, s.name, s.seconds, s.requests, s.writes, s.dryRuns, s.conflicts)
 		}
 	}
 
-	_, _ = fmt.Fprintln(tw, "\nprofile\tstage\tmedian_s\truns_s\trequests\twrites\tdryruns\t409s")
+	p("\nMedians over the runs (requests count a watch once)\n\n")
+	p("case\tstage\tmedian_s\truns_s\trequests\twrites\tdryruns\t409s\n")
 	for _, pc := range opts.profiles {
-		runs := runsOf(results, pc.name)
-		if len(runs) == 0 {
+		cr := runsOf(runs, pc.name)
+		if len(cr) == 0 {
 			continue
 		}
-		for i, s := range runs[0].stages {
-			var secs, reqs, writes, dry, conflicts []float64
-			for _, r := range runs {
-				st := r.stages[i]
-				secs = append(secs, st.seconds)
-				reqs = append(reqs, float64(st.requests))
-				writes = append(writes, float64(st.writes))
-				dry = append(dry, float64(st.dryRuns))
-				conflicts = append(conflicts, float64(st.conflicts))
+		for i, s := range cr[0].stages {
+			stage := func(f func(stageResult) float64) []float64 {
+				var out []float64
+				for _, r := range cr {
+					out = append(out, f(r.stages[i]))
+				}
+				return out
 			}
-			_, _ = fmt.Fprintf(tw, "%s\t%s\t%.3f\t%s\t%s\t%s\t%s\t%s\n", pc.name, s.name, median(secs), join(secs, 3),
-				num(median(reqs)), num(median(writes)), num(median(dry)), num(median(conflicts)))
-		}
-	}
-
-	printSpent(tw, opts, results)
-
-	_, _ = fmt.Fprintln(tw, "\nprofile\tpeak_rss_mib (median)\truns_mib")
-	for _, pc := range opts.profiles {
-		var rss []float64
-		for _, r := range runsOf(results, pc.name) {
-			rss = append(rss, r.peakRSSMiB)
-		}
-		if len(rss) > 0 {
-			_, _ = fmt.Fprintf(tw, "%s\t%.1f\t%s\n", pc.name, median(rss), join(rss, 1))
+			secs := stage(func(s stageResult) float64 { return s.seconds })
+			p("%s\t%s\t%.3f\t%s\t%s\t%s\t%s\t%s\n", pc.name, s.name, median(secs), join(secs, 3),
+				num(median(stage(func(s stageResult) float64 { return float64(s.requests) }))),
+				num(median(stage(func(s stageResult) float64 { return float64(s.writes) }))),
+				num(median(stage(func(s stageResult) float64 { return float64(s.dryRuns) }))),
+				num(median(stage(func(s stageResult) float64 { return float64(s.conflicts) }))))
 		}
 	}
 }
 
-func runsOf(results []runResult, profile string) []runResult {
+// printIdle writes the manager's requests in the idle window of every run: the budget is
+// no write and no request but its watches.
+func printIdle(p printer, opts *options, runs []runResult) {
+	p("\nIdle window of %s after Completed (budget: 0 writes, 0 requests other than watches)\n\n", opts.idle)
+	p("case\trun\twrites\trequests_not_watch\twatches\twrites_after_1s\trequests_not_watch_after_1s\tbudget\twhat\n")
+	for _, r := range runs {
+		what := r.idleRequests
+		if what == "" {
+			what = "-"
+		}
+		p("%s\t%d\t%d\t%d\t%d\t%d\t%d\t%s\t%s\n", r.name, r.run, r.idle.writes+r.idle.dryRuns,
+			r.idle.requests-r.idle.watches, r.idle.watches, r.idleAfter1s.writes+r.idleAfter1s.dryRuns,
+			r.idleAfter1s.requests-r.idleAfter1s.watches, verdict(idleWithinBudget(r)), what)
+	}
+}
+
+func idleWithinBudget(r runResult) bool {
+	return r.idle.writes+r.idle.dryRuns == 0 && r.idle.requests == r.idle.watches
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "EXCEEDED"
+}
+
+func printScenarios(p printer, opts *options, scs []scenarioResult) {
+	p("\nReboots and waves: %d workers (maxUnavailable 1) and %d masters with Node Feature Discovery labels, "+
+		"render delay %s; each scenario runs once, whatever -runs says\n\n", scenarioWorkers, scenarioMasters,
+		opts.scenarioRenderDelay)
+	p("scenario\tconfigs\tapprovals\tapprovals_within_s\tcompleted_after_s\t" +
+		"reboots_per_worker_min\treboots_per_worker_max\treboots_per_master_min\treboots_per_master_max\t" +
+		"worker_rollouts\tworker_waves\tmaster_rollouts\tmaster_waves\n")
+	for _, s := range scs {
+		p("%s\t%d\t%d\t%.2f\t%.1f\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n", s.name, s.configs, s.approvals, s.spreadSeconds,
+			s.seconds, s.workerRebootsMin, s.workerRebootsMax, s.masterRebootsMin, s.masterRebootsMax,
+			s.workerRollouts, s.workerWaves, s.masterRollouts, s.masterWaves)
+	}
+}
+
+// nodeBudgetKiB is the most memory the manager may take per worker Node.
+const nodeBudgetKiB = 4.0
+
+func printNodeScale(p printer, opts *options, ns []nodeScaleResult) {
+	p("\nManager memory for a platform-baseline plan as worker Nodes grow "+
+		"(each case runs once; RSS %s after ReviewRequired, heap in use after a garbage collection then)\n\n", opts.rssSettle)
+	p("workers\tlabels_per_node\tlabel_and_annotation_bytes_per_node\tReviewRequired_s\t" +
+		"peak_rss_mib\trss_after_mib\theap_inuse_mib\n")
+	for _, n := range ns {
+		p("%d\t%d\t%d\t%.2f\t%.1f\t%.1f\t%.1f\n", n.workers, n.labelsPerNode, n.metadataBytesPerNode, n.planSeconds,
+			n.peakRSSMiB, n.rssAfterMiB, n.heapInuseMiB)
+	}
+	if len(ns) < 2 {
+		return
+	}
+	first, last := ns[0], ns[len(ns)-1]
+	nodes := float64(last.workers - first.workers)
+	perNode := func(a, b float64) float64 { return (b - a) * 1024 / nodes }
+	p("\nper worker Node, from %d to %d workers\tpeak_rss_kib\trss_after_kib\theap_inuse_kib\tbudget (< %.0f KiB)\n",
+		first.workers, last.workers, nodeBudgetKiB)
+	peak, after, heap := perNode(first.peakRSSMiB, last.peakRSSMiB), perNode(first.rssAfterMiB, last.rssAfterMiB),
+		perNode(first.heapInuseMiB, last.heapInuseMiB)
+	p("\t%.1f\t%.1f\t%.1f\t%s\n", peak, after, heap, verdict(peak < nodeBudgetKiB && after < nodeBudgetKiB))
+}
+
+// printSummary is the table make bench ends with: per case the medians of the stages'
+// times, requests and writes, of the idle window and of the memory; the reboots of each
+// scenario; the memory per worker Node.
+func printSummary(p printer, opts *options, res *results) {
+	p("\nSummary\n")
+	if len(res.runs) > 0 {
+		printCaseSummary(p, opts, res.runs)
+	}
+	if len(res.scenarios) > 0 {
+		p("\nscenario (once)\tapprovals\treboots_per_worker\treboots_per_master\tworker_waves\tmaster_waves\n")
+		for _, s := range res.scenarios {
+			p("%s\t%d\t%s\t%s\t%d\t%d\n", s.name, s.approvals, span(s.workerRebootsMin, s.workerRebootsMax),
+				span(s.masterRebootsMin, s.masterRebootsMax), s.workerWaves, s.masterWaves)
+		}
+	}
+	if len(res.nodeScale) > 0 {
+		p("\nworkers (once)\tpeak_rss_mib\trss_after_mib\theap_inuse_mib\n")
+		for _, n := range res.nodeScale {
+			p("%d\t%.1f\t%.1f\t%.1f\n", n.workers, n.peakRSSMiB, n.rssAfterMiB, n.heapInuseMiB)
+		}
+	}
+	printBudgets(p, res)
+}
+
+// printCaseSummary writes per case the medians of the stages' times, requests and writes,
+// of the idle window and of the memory.
+func printCaseSummary(p printer, opts *options, runs []runResult) {
+	p("\ncase (medians of %d run(s); idle requests exclude watches)\tReviewRequired_s\tCompleted_s\t"+
+		"plan_requests\tplan_writes\tapply_requests\tapply_writes\tidle_requests\tidle_writes\t"+
+		"peak_rss_mib\trss_after_mib\n", opts.runs)
+	for _, pc := range opts.profiles {
+		cr := runsOf(runs, pc.name)
+		if len(cr) == 0 {
+			continue
+		}
+		m := func(f func(runResult) float64) float64 {
+			var v []float64
+			for _, r := range cr {
+				v = append(v, f(r))
+			}
+			return median(v)
+		}
+		stage := func(name string, f func(stageResult) float64) float64 {
+			return m(func(r runResult) float64 {
+				for _, s := range r.stages {
+					if s.name == name {
+						return f(s)
+					}
+				}
+				return 0
+			})
+		}
+		secs := func(s stageResult) float64 { return s.seconds }
+		reqs := func(s stageResult) float64 { return float64(s.requests) }
+		writes := func(s stageResult) float64 { return float64(s.writes) }
+		p("%s\t%.3f\t%.3f\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%.1f\n", pc.name,
+			stage(stagePlan, secs), stage(stageApply, secs),
+			num(stage(stagePlan, reqs)), num(stage(stagePlan, writes)),
+			num(stage(stageApply, reqs)), num(stage(stageApply, writes)),
+			num(m(func(r runResult) float64 { return float64(r.idle.requests - r.idle.watches) })),
+			num(m(func(r runResult) float64 { return float64(r.idle.writes + r.idle.dryRuns) })),
+			m(func(r runResult) float64 { return r.peakRSSMiB }), m(func(r runResult) float64 { return r.rssAfterMiB }))
+	}
+}
+
+// printBudgets says whether the idle windows and the memory per worker Node kept to their
+// budgets.
+func printBudgets(p printer, res *results) {
+	var budgets []string
+	idleOK := true
+	for _, r := range res.runs {
+		idleOK = idleOK && idleWithinBudget(r)
+	}
+	if len(res.runs) > 0 {
+		budgets = append(budgets, "idle window: 0 writes, 0 requests other than watches: "+verdict(idleOK))
+	}
+	if n := len(res.nodeScale); n >= 2 {
+		first, last := res.nodeScale[0], res.nodeScale[n-1]
+		nodes := float64(last.workers - first.workers)
+		peak := (last.peakRSSMiB - first.peakRSSMiB) * 1024 / nodes
+		after := (last.rssAfterMiB - first.rssAfterMiB) * 1024 / nodes
+		budgets = append(budgets, fmt.Sprintf("memory per worker Node < %.0f KiB: peak %.1f KiB, after %.1f KiB: %s",
+			nodeBudgetKiB, peak, after, verdict(peak < nodeBudgetKiB && after < nodeBudgetKiB)))
+	}
+	if len(budgets) > 0 {
+		p("\nbudget\n")
+		for _, b := range budgets {
+			p("%s\n", b)
+		}
+	}
+}
+
+// span is "low" or "low-high".
+func span(low, high int) string {
+	if low == high {
+		return strconv.Itoa(low)
+	}
+	return fmt.Sprintf("%d-%d", low, high)
+}
+
+func runsOf(results []runResult, name string) []runResult {
 	var out []runResult
 	for _, r := range results {
-		if r.profile == profile {
+		if r.name == name {
 			out = append(out, r)
 		}
 	}
@@ -102,7 +278,7 @@ func num(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 // or for no_request. Medians over the runs, in milliseconds; they need not add up.
 func printSpent(tw io.Writer, opts *options, results []runResult) {
 	_, _ = fmt.Fprint(tw, "\nWhere the time of a stage went, by the API request in flight (median ms)\n\n")
-	_, _ = fmt.Fprint(tw, "profile\tstage")
+	_, _ = fmt.Fprint(tw, "case\tstage")
 	for _, name := range activityNames {
 		_, _ = fmt.Fprintf(tw, "\t%s", name)
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -28,142 +27,111 @@ type stageResult struct {
 	spent [activities]time.Duration
 }
 
-// runResult is the figures of one run of a profile.
+// runResult is the figures of one run of a case.
 type runResult struct {
-	profile    string
-	run        int
-	stages     []stageResult
-	peakRSSMiB float64
+	name   string
+	run    int
+	stages []stageResult
+	// idle are the manager's requests in the idle window after Completed, idleAfter1s
+	// those after its first second, and idleRequests what they were.
+	idle, idleAfter1s counts
+	idleRequests      string
+	// peakRSSMiB is VmHWM at the end of the idle window, rssAfterMiB VmRSS then.
+	peakRSSMiB, rssAfterMiB float64
 }
 
-// runOnce runs one profile once on a fresh control plane.
+// runOnce runs one case once on a fresh control plane: the manager starts, plans the
+// sample (ReviewRequired), applies it once approved while the pool simulator rolls out its
+// MachineConfigs and KubeletConfigs (Completed), then the idle window passes.
 func runOnce(ctx context.Context, opts *options, pc profileCase, n int) (res runResult, err error) {
-	dir, err := os.MkdirTemp("", "benche2e-"+pc.name+"-")
+	c, err := newCluster(ctx, opts, pc.name, clusterSetup{
+		upstreamCRDs: pc.upstreamCRDs, manifests: pc.baseline,
+		simulate: true, renderDelay: opts.renderDelay, simulatedWorkers: profileWorkers, bulk: pc.bulk,
+	})
 	if err != nil {
 		return res, err
 	}
-	defer func() {
-		if err != nil || opts.keep {
-			logf("logs and audit log of %s run %d kept in %s", pc.name, n, dir)
-			return
-		}
-		_ = os.RemoveAll(dir)
-	}()
+	defer func() { c.close(err != nil) }()
 
-	cp, err := startControlPlane(opts, pc, dir)
-	if err != nil {
-		return res, err
-	}
-	defer cp.stop()
-
-	// The baseline: the objects of a cluster the profiles apply to, and the worker pool
-	// Updated on the rendered configuration of its MachineConfigs.
-	if err := cp.createNamespace(ctx, opts.managerNS); err != nil {
-		return res, err
-	}
-	for _, manifest := range append([]string{commonBaseline}, pc.baseline...) {
-		if err := cp.applyFile(ctx, filepath.Join(opts.root, filepath.FromSlash(manifest))); err != nil {
-			return res, err
-		}
-	}
-	kubeletConfigs, err := cp.serves(kubeletConfigGVK)
-	if err != nil {
-		return res, err
-	}
 	vpc, others, err := readSample(filepath.Join(opts.root, pc.sample))
 	if err != nil {
 		return res, err
 	}
-	simCtx, stopSim := context.WithCancel(ctx)
-	defer stopSim()
-	sim := &poolSim{dyn: cp.dyn, pool: "worker", machines: 3, kubeletConfigs: kubeletConfigs}
-	if err := sim.start(simCtx, vpc.GetName()); err != nil {
-		return res, err
-	}
-	if _, err := sim.render(ctx); err != nil {
-		return res, err
-	}
 	for _, obj := range others {
-		if err := cp.apply(ctx, obj); err != nil {
+		if err := c.cp.apply(ctx, obj); err != nil {
 			return res, err
 		}
 	}
-	pw, err := newPhaseWatcher(ctx, cp.dyn, vpc.GetName())
+	pw, err := newPhaseWatcher(ctx, c.cp.dyn, vpc.GetName())
 	if err != nil {
 		return res, err
 	}
 	defer pw.stop()
-
-	m, err := startManager(ctx, opts, cp, dir)
-	if err != nil {
+	if err := c.startManager(ctx); err != nil {
 		return res, err
-	}
-	defer m.stop()
-	logf("%s: manager ready %.2fs after launch", pc.name, m.ready.Sub(m.launched).Seconds())
-	select {
-	case <-ctx.Done():
-		return res, ctx.Err()
-	case <-time.After(opts.settle):
-	}
-	if m.exited() {
-		return res, fmt.Errorf("the manager exited (%v):\n%s", m.exitErr, m.logTail())
 	}
 
 	// plan: server-side apply the sample, wait for ReviewRequired.
 	planStart := time.Now()
-	if err := cp.apply(ctx, vpc); err != nil {
+	if err := c.cp.apply(ctx, vpc); err != nil {
 		return res, err
 	}
 	reviewAt, err := pw.until(ctx, stagePlan, opts.planTimeout)
 	if err != nil {
-		return res, fmt.Errorf("plan stage: %w\nmanager log:\n%s", err, m.logTail())
+		return res, fmt.Errorf("plan stage: %w\nmanager log:\n%s", err, c.m.logTail())
 	}
 	logf("%s: %s after %.3fs", pc.name, stagePlan, reviewAt.Sub(planStart).Seconds())
 
 	// apply: approve, wait for Completed while the pool simulator rolls the plan out.
-	simDone := make(chan struct{})
-	go func() {
-		defer close(simDone)
-		sim.run(simCtx, vpc.GetName())
-	}()
-	defer func() { stopSim(); <-simDone }()
 	applyStart := time.Now()
-	if _, err := cp.dyn.Resource(vpcGVR).Patch(ctx, vpc.GetName(), types.MergePatchType,
+	if _, err := c.cp.dyn.Resource(vpcGVR).Patch(ctx, vpc.GetName(), types.MergePatchType,
 		[]byte(`{"spec":{"action":"Apply"}}`), metav1.PatchOptions{FieldManager: fieldManager}); err != nil {
 		return res, fmt.Errorf("approve: %w", err)
 	}
 	doneAt, err := pw.until(ctx, stageApply, opts.applyTimeout)
 	if err != nil {
-		return res, fmt.Errorf("apply stage: %w\nmanager log:\n%s", err, m.logTail())
+		return res, fmt.Errorf("apply stage: %w\nmanager log:\n%s", err, c.m.logTail())
 	}
 	logf("%s: %s after %.3fs (items: %s)", pc.name, stageApply, doneAt.Sub(applyStart).Seconds(), pw.itemStates())
 
-	res = runResult{profile: pc.name, run: n}
-	if res.peakRSSMiB, err = m.peakRSSMiB(); err != nil {
+	// idle: nothing changes; the manager should send nothing but keep its watches.
+	idleEnd := doneAt.Add(opts.idle)
+	select {
+	case <-ctx.Done():
+		return res, ctx.Err()
+	case <-time.After(time.Until(idleEnd)):
+	}
+	if c.m.exited() {
+		return res, fmt.Errorf("the manager exited during the idle window (%v):\n%s", c.m.exitErr, c.m.logTail())
+	}
+	res = runResult{name: pc.name, run: n}
+	if res.peakRSSMiB, res.rssAfterMiB, err = c.m.memory(); err != nil {
 		return res, err
 	}
-	// Once the manager has stopped, every request it sent has its audit event in the log.
-	m.stop()
-	reqs, err := readRequests(cp.auditLog, opts.operatorUser)
+	reqs, err := c.managerRequests()
 	if err != nil {
 		return res, err
-	}
-	if count(reqs, m.launched, doneAt).requests == 0 {
-		return res, fmt.Errorf("the audit log %s has no request of user %s", cp.auditLog, opts.operatorUser)
 	}
 	if gap := count(reqs, reviewAt, applyStart); gap.requests > 0 {
 		logf("%s: %d manager request(s) between seeing %s and sending the approval (%.3fs), in neither stage",
 			pc.name, gap.requests, stagePlan, applyStart.Sub(reviewAt).Seconds())
 	}
 	res.stages = []stageResult{
-		{name: stageStartup, seconds: m.ready.Sub(m.launched).Seconds(), counts: count(reqs, m.launched, planStart)},
+		{name: stageStartup, seconds: c.m.ready.Sub(c.m.launched).Seconds(), counts: count(reqs, c.m.launched, planStart)},
 		{name: stagePlan, seconds: reviewAt.Sub(planStart).Seconds(), counts: count(reqs, planStart, reviewAt),
 			spent: account(reqs, planStart, reviewAt)},
 		{name: stageApply, seconds: doneAt.Sub(applyStart).Seconds(), counts: count(reqs, applyStart, doneAt),
 			spent: account(reqs, applyStart, doneAt)},
 	}
+	res.idle = count(reqs, doneAt, idleEnd)
+	res.idleAfter1s = count(reqs, doneAt.Add(time.Second), idleEnd)
+	res.idleRequests = describe(reqs, doneAt, idleEnd)
 	return res, nil
 }
+
+// profileWorkers is how many worker Nodes a profile case's pool has when its baseline
+// brings none.
+const profileWorkers = 3
 
 // readSample reads a sample: its VirtPlatformConfig, and the other objects it holds, which
 // are applied before the manager starts.

@@ -274,7 +274,13 @@ func (w *watches) watchInputLocked(k plan.TargetKey, config string) {
 		w.log.V(1).Info("not watching an input the cluster does not serve", "input", k.String(), "reason", err.Error())
 		return
 	}
+	// A node's labels are its hardware facts; its heartbeats and annotations change nothing
+	// a plan depends on, and in a large cluster they never stop.
+	labelsOnly := k.GroupKind() == (schema.GroupKind{Kind: "Node"})
 	opts := cache.Options{HTTPClient: w.httpClient, Scheme: w.scheme, Mapper: w.mapper, DefaultTransform: cache.TransformStripManagedFields()}
+	if labelsOnly {
+		opts.DefaultTransform = keepLabelsDigest
+	}
 	if k.Name != "" {
 		opts.DefaultFieldSelector = fields.OneTermEqualSelector("metadata.name", k.Name)
 	}
@@ -301,9 +307,6 @@ func (w *watches) watchInputLocked(k plan.TargetKey, config string) {
 		}
 		return plan.TargetKey{Group: gk.Group, Kind: gk.Kind, Namespace: o.GetNamespace(), Name: o.GetName()}
 	}
-	// A node's labels are its hardware facts; its heartbeats and annotations change nothing
-	// a plan depends on, and in a large cluster they never stop.
-	labelsOnly := gk == (schema.GroupKind{Kind: "Node"})
 	if err := w.ctrl.Watch(w.source(c, obj, keyOf, labelsOnly)); err != nil {
 		stop()
 		w.log.Error(err, "cannot watch an input", "input", k.String())
@@ -311,6 +314,25 @@ func (w *watches) watchInputLocked(k plan.TargetKey, config string) {
 	}
 	w.inputs[k] = &inputWatch{stop: stop, configs: map[string]bool{config: true}}
 	w.log.V(1).Info("watching input", "input", k.String())
+}
+
+// labelsDigestKey is the one label an object watched for its labels keeps in its cache.
+const labelsDigestKey = "virt-advisor.kubevirt.io/labels-digest"
+
+// keepLabelsDigest is the transform of the caches of inputs watched for their labels only
+// (Nodes): such a cache only feeds events, and LabelChangedPredicate only compares labels,
+// so an object keeps its identity and a digest of its labels in place of them. Thousands of
+// Nodes, each with hundreds of Node Feature Discovery labels and long annotations, then
+// take a few hundred bytes each for as long as a plan depends on them.
+func keepLabelsDigest(obj any) (any, error) {
+	m, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return obj, nil
+	}
+	return &metav1.PartialObjectMetadata{TypeMeta: m.TypeMeta, ObjectMeta: metav1.ObjectMeta{
+		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
+		Labels: map[string]string{labelsDigestKey: plan.HashJSON(m.Labels)},
+	}}, nil
 }
 
 // source feeds the events of one kind of a cache to the controller: each event enqueues

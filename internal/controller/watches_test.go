@@ -110,3 +110,43 @@ func TestADeletionSeenLateWakesTheConfig(t *testing.T) {
 		t.Fatalf("a deletion known only from a relist must wake the config, got %v", got)
 	}
 }
+
+func TestANodeInAnInputCacheKeepsItsIdentityAndADigestOfItsLabels(t *testing.T) {
+	full := node("n1", "5", map[string]string{"feature.node.kubernetes.io/cpu-model.vendor_id": "Intel", "kubernetes.io/hostname": "n1"})
+	full.SetUID("uid-1")
+	full.SetAnnotations(map[string]string{"k8s.ovn.org/node-subnets": `{"default":["10.128.0.0/23"]}`})
+	full.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "kubelet"}})
+	kept := transformed(t, full)
+	if kept.Name != "n1" || kept.UID != "uid-1" || kept.ResourceVersion != "5" || kept.GroupVersionKind().Kind != "Node" {
+		t.Errorf("the cached Node lost its identity: %+v", kept)
+	}
+	if len(kept.Annotations) != 0 || len(kept.ManagedFields) != 0 || len(kept.Labels) != 1 {
+		t.Errorf("the cached Node keeps annotations %v, managedFields %v and labels %v; want only the digest of its labels",
+			kept.Annotations, kept.ManagedFields, kept.Labels)
+	}
+
+	inf, q := sourceOfNodes(t, true)
+	heartbeat := full.DeepCopy()
+	heartbeat.SetResourceVersion("6")
+	heartbeat.SetAnnotations(map[string]string{"kubevirt.io/heartbeat": "2026-01-05T10:00:00Z"})
+	inf.Update(kept, transformed(t, heartbeat))
+	if got := takeAll(q); len(got) != 0 {
+		t.Fatalf("an update of a cached Node that leaves its labels as they were must not wake the config, got %v", got)
+	}
+	relabelled := heartbeat.DeepCopy()
+	relabelled.SetResourceVersion("7")
+	relabelled.Labels["feature.node.kubernetes.io/cpu-model.vendor_id"] = "AMD"
+	inf.Update(transformed(t, heartbeat), transformed(t, relabelled))
+	if got := takeAll(q); len(got) != 1 {
+		t.Fatalf("a label change of a cached Node must wake the config, got %v", got)
+	}
+}
+
+func transformed(t *testing.T, o *metav1.PartialObjectMetadata) *metav1.PartialObjectMetadata {
+	t.Helper()
+	out, err := keepLabelsDigest(o.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out.(*metav1.PartialObjectMetadata)
+}

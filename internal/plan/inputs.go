@@ -2,6 +2,8 @@ package plan
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -11,6 +13,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -117,6 +120,7 @@ func (r *Recorder) Get(ctx context.Context, key client.ObjectKey, obj client.Obj
 }
 
 // List implements client.Reader; only the namespace option is honoured for recording.
+// What is kept of the items, and handed to readers, is reduced as keepOfItems says.
 func (r *Recorder) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	gvk, err := gvkOf(list)
 	if err != nil {
@@ -127,7 +131,9 @@ func (r *Recorder) List(ctx context.Context, list client.ObjectList, opts ...cli
 	e := r.entry(readKey{GVK: gvk, Namespace: lo.Namespace, List: true})
 	e.once.Do(func() {
 		fresh := list.DeepCopyObject().(client.ObjectList)
-		if e.err = r.reader.List(ctx, fresh, opts...); e.err == nil {
+		// A caller that pages itself gets the page it asked for.
+		paged := lo.Limit == 0 && lo.Continue == ""
+		if e.err = r.readList(ctx, fresh, gvk, opts, paged); e.err == nil {
 			e.obj = fresh
 		}
 	})
@@ -135,6 +141,104 @@ func (r *Recorder) List(ctx context.Context, list client.ObjectList, opts ...cli
 		return e.err
 	}
 	return copyInto(e.obj, list, gvk)
+}
+
+// listPageSize is how many objects one list request asks for: a list of thousands of
+// Nodes is read a page at a time, each page reduced (keepOfItems) before the next arrives,
+// so the full responses never sit in memory together.
+const listPageSize = 100
+
+// readList reads the list into fresh, page by page when paged (else in one request),
+// keeping of each item what keepOfItems says.
+func (r *Recorder) readList(ctx context.Context, fresh client.ObjectList, gvk schema.GroupVersionKind,
+	opts []client.ListOption, paged bool) error {
+	item := gvk.GroupVersion().WithKind(trimListSuffix(gvk.Kind))
+	if !paged {
+		if err := r.reader.List(ctx, fresh, opts...); err != nil {
+			return err
+		}
+		return keepOfItems(fresh, item, newInterner())
+	}
+	intern := newInterner()
+	var items []runtime.Object
+	var resourceVersion string
+	for next := ""; ; {
+		page := fresh.DeepCopyObject().(client.ObjectList)
+		err := r.reader.List(ctx, page, append(opts[:len(opts):len(opts)], client.Limit(listPageSize), client.Continue(next))...)
+		if err != nil && next != "" && apierrors.IsResourceExpired(err) {
+			// The snapshot the pages come from is gone: read it whole instead.
+			return r.readList(ctx, fresh, gvk, opts, false)
+		}
+		if err != nil {
+			return err
+		}
+		if err := keepOfItems(page, item, intern); err != nil {
+			return err
+		}
+		if err := apimeta.EachListItem(page, func(o runtime.Object) error {
+			items = append(items, o)
+			return nil
+		}); err != nil {
+			return err
+		}
+		if next == "" {
+			resourceVersion = page.GetResourceVersion()
+		}
+		if next = page.GetContinue(); next == "" {
+			break
+		}
+	}
+	if err := apimeta.SetList(fresh, items); err != nil {
+		return err
+	}
+	fresh.SetResourceVersion(resourceVersion)
+	fresh.SetContinue("")
+	return nil
+}
+
+// keepOfItems reduces the items of a list read to what a plan may depend on: no item's
+// managedFields (the engine judges ownership from the targets it gets, never from a
+// list), and of a Node only its labels, as inputFingerprint counts it. Label keys and
+// values are shared between items: thousands of Nodes carry the same few hundred
+// Node Feature Discovery labels.
+func keepOfItems(list client.ObjectList, item schema.GroupVersionKind, intern *interner) error {
+	node := item.GroupKind() == schema.GroupKind{Kind: "Node"}
+	return apimeta.EachListItem(list, func(o runtime.Object) error {
+		m, err := apimeta.Accessor(o)
+		if err != nil {
+			return err
+		}
+		m.SetManagedFields(nil)
+		if node {
+			m.SetAnnotations(nil)
+		}
+		if labels := m.GetLabels(); len(labels) > 0 {
+			m.SetLabels(intern.labels(labels))
+		}
+		return nil
+	})
+}
+
+// interner shares equal strings.
+type interner struct{ strings map[string]string }
+
+func newInterner() *interner { return &interner{strings: map[string]string{}} }
+
+func (in *interner) string(s string) string {
+	if kept, ok := in.strings[s]; ok {
+		return kept
+	}
+	in.strings[s] = s
+	return s
+}
+
+// labels is a copy of labels whose keys and values are the interner's.
+func (in *interner) labels(labels map[string]string) map[string]string {
+	out := make(map[string]string, len(labels))
+	for k, v := range labels {
+		out[in.string(k)] = in.string(v)
+	}
+	return out
 }
 
 // copyInto gives a reader its own copy of what was read: a deep copy into an object of
@@ -239,11 +343,6 @@ func (r *Recorder) Inputs(targets []advisorv1alpha1.TargetReference) ([]advisorv
 	r.mu.Unlock()
 	sort.Slice(keys, func(i, j int) bool { return fmt.Sprint(keys[i]) < fmt.Sprint(keys[j]) })
 
-	type fingerprint struct {
-		Ref    advisorv1alpha1.InputReference `json:"ref"`
-		Exists bool                           `json:"exists"`
-		Value  any                            `json:"value,omitempty"`
-	}
 	var refs []advisorv1alpha1.InputReference
 	var prints []fingerprint
 	for _, k := range keys {
@@ -265,43 +364,132 @@ func (r *Recorder) Inputs(targets []advisorv1alpha1.TargetReference) ([]advisorv
 		switch {
 		case e.notFound:
 		case k.List:
-			var obj map[string]any
-			if raw, err := json.Marshal(e.obj); err == nil && json.Unmarshal(raw, &obj) == nil {
-				fp.Value = listFingerprint(k.GVK, obj, isTarget)
+			if entries, ok := listFingerprint(k.GVK, e.obj, isTarget); ok {
+				fp.Value = entries
 			}
 		default:
 			fp.Value = objectFingerprint(k.GVK, e.obj)
 		}
 		prints = append(prints, fp)
 	}
-	return refs, HashJSON(prints)
+	return refs, inputsHash(prints)
+}
+
+// fingerprint is what counts of one read for the inputs hash.
+type fingerprint struct {
+	Ref    advisorv1alpha1.InputReference `json:"ref"`
+	Exists bool                           `json:"exists"`
+	Value  any                            `json:"value,omitempty"`
+}
+
+// listEntry is what counts of one item of a list read.
+type listEntry struct {
+	Key   string `json:"key"`
+	Value any    `json:"value"`
+}
+
+// listEntries are the entries of a list read, sorted by key.
+type listEntries []listEntry
+
+// inputsHash is HashJSON(prints), encoded one fingerprint, and one entry of a list, at a
+// time: the JSON of thousands of Nodes' labels is never held whole.
+func inputsHash(prints []fingerprint) string {
+	if len(prints) == 0 {
+		return HashJSON(prints)
+	}
+	h := sha256.New()
+	write := func(v any) {
+		data, err := json.Marshal(v)
+		if err != nil {
+			// As in HashJSON: every value here is built from decoded objects.
+			panic(fmt.Sprintf("hash: cannot encode %T: %v", v, err))
+		}
+		_, _ = h.Write(data)
+	}
+	text := func(s string) { _, _ = h.Write([]byte(s)) }
+	text("[")
+	for i, fp := range prints {
+		if i > 0 {
+			text(",")
+		}
+		entries, ok := fp.Value.(listEntries)
+		if !ok {
+			write(fp)
+			continue
+		}
+		// The encoding of fingerprint with a slice Value.
+		text(`{"ref":`)
+		write(fp.Ref)
+		text(`,"exists":`)
+		write(fp.Exists)
+		text(`,"value":[`)
+		for j, e := range entries {
+			if j > 0 {
+				text(",")
+			}
+			write(e)
+		}
+		text("]}")
+	}
+	text("]")
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // listFingerprint is what counts of a list read: each item's fingerprint, except that a
 // plan's own target counts by its existence only (its fields are watched as drift, and
-// the plan's own apply must not read as an input change).
-func listFingerprint(listGVK schema.GroupVersionKind, list map[string]any, isTarget map[readKey]bool) any {
-	items, _, _ := unstructured.NestedSlice(list, "items")
+// the plan's own apply must not read as an input change). A metadata-only list is read
+// from its items directly; any other goes through JSON, as inputFingerprint expects.
+func listFingerprint(listGVK schema.GroupVersionKind, list runtime.Object, isTarget map[readKey]bool) (listEntries, bool) {
 	itemGVK := listGVK.GroupVersion().WithKind(trimListSuffix(listGVK.Kind))
-	type entry struct {
-		Key   string `json:"key"`
-		Value any    `json:"value"`
-	}
-	out := make([]entry, 0, len(items))
-	for _, it := range items {
-		m, ok := it.(map[string]any)
-		if !ok {
-			continue
-		}
-		u := unstructured.Unstructured{Object: m}
-		e := entry{Key: u.GetNamespace() + "/" + u.GetName()}
-		if !isTarget[readKey{GVK: itemGVK, Namespace: u.GetNamespace(), Name: u.GetName()}] {
-			e.Value = inputFingerprint(itemGVK, m)
+	var out listEntries
+	add := func(namespace, name string, value func() any) {
+		e := listEntry{Key: namespace + "/" + name}
+		if !isTarget[readKey{GVK: itemGVK, Namespace: namespace, Name: name}] {
+			e.Value = value()
 		}
 		out = append(out, e)
 	}
+	if metadata, ok := list.(*metav1.PartialObjectMetadataList); ok {
+		out = make(listEntries, 0, len(metadata.Items))
+		for i := range metadata.Items {
+			m := &metadata.Items[i].ObjectMeta
+			add(m.Namespace, m.Name, func() any { return metadataFingerprint(itemGVK, m) })
+		}
+	} else {
+		var obj map[string]any
+		raw, err := json.Marshal(list)
+		if err != nil || json.Unmarshal(raw, &obj) != nil {
+			return nil, false
+		}
+		items, _ := obj["items"].([]any)
+		out = make(listEntries, 0, len(items))
+		for _, it := range items {
+			m, ok := it.(map[string]any)
+			if !ok {
+				continue
+			}
+			u := unstructured.Unstructured{Object: m}
+			add(u.GetNamespace(), u.GetName(), func() any { return inputFingerprint(itemGVK, m) })
+		}
+	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
-	return out
+	return out, true
+}
+
+// metadataFingerprint is inputFingerprint of an object read metadata-only: it encodes as
+// inputFingerprint's value for the object's JSON does.
+func metadataFingerprint(gvk schema.GroupVersionKind, m *metav1.ObjectMeta) any {
+	var labels any
+	if len(m.Labels) > 0 {
+		labels = m.Labels
+	}
+	switch gvk.GroupKind() {
+	case schema.GroupKind{Group: "", Kind: "Node"}:
+		return labels
+	case crdGroupKind:
+		return crdFingerprint(string(m.UID), m.Generation)
+	}
+	return map[string]any{"spec": nil, "labels": labels}
 }
 
 func trimListSuffix(kind string) string {

@@ -3,10 +3,12 @@
 // is the profiles' job and diffing, hashing and applying the plan engine's; this package
 // only sequences them and reports every decision in status and Events.
 //
-// Files follow the life cycle: draft.go (drafting and review), approve.go (what approves
-// a plan), execute.go (applying item by item), drift.go (watching what was applied),
-// upgrade.go (plans of a newer operator version), status.go (conditions and the status
-// write), watches.go (target and input watches).
+// Files follow the life cycle: draft.go (drafting and review), forecast.go (what a plan
+// does to the nodes), approve.go (what approves a plan), gate.go (the one place outside
+// writes pass), execute.go (applying item by item), rollout.go (the batch of items that
+// roll out to nodes, and its gates), pause.go (MachineConfigPool pauses), drift.go
+// (watching what was applied), upgrade.go (plans of a newer operator version), status.go
+// (conditions and the status write), watches.go (target and input watches).
 package controller
 
 import (

@@ -269,9 +269,9 @@ type PlanItem struct {
 	// and what to do about it.
 	// +optional
 	Message string `json:"message,omitempty"`
-	// healthBaseline records what the target's health check compares against, taken just
-	// before the apply (for a MachineConfig: the rendered configuration each selecting
-	// MachineConfigPool targeted then), so a pool that was already updated proves nothing.
+	// healthBaseline is what operators before the content-based rollout check recorded
+	// before an apply (the rendered configuration each pool targeted then). It is no longer
+	// written: a rollout is judged by what the pool's nodes run (see status.rollouts).
 	// +optional
 	HealthBaseline string `json:"healthBaseline,omitempty"`
 	// lastTransitionTime is when state last changed.

@@ -145,10 +145,11 @@ func printSummary(p printer, opts *options, res *results) {
 		printCaseSummary(p, opts, res.runs)
 	}
 	if len(res.scenarios) > 0 {
-		p("\nscenario (once)\tapprovals\treboots_per_worker\treboots_per_master\tworker_waves\tmaster_waves\n")
+		p("\nscenario (once)\tapprovals\treboots_per_worker\treboots_per_master\tworker_waves\tmaster_waves\t" +
+			"reboots_per_worker_one_rollout_per_item\n")
 		for _, s := range res.scenarios {
-			p("%s\t%d\t%s\t%s\t%d\t%d\n", s.name, s.approvals, span(s.workerRebootsMin, s.workerRebootsMax),
-				span(s.masterRebootsMin, s.masterRebootsMax), s.workerWaves, s.masterWaves)
+			p("%s\t%d\t%s\t%s\t%d\t%d\t%d\n", s.name, s.approvals, span(s.workerRebootsMin, s.workerRebootsMax),
+				span(s.masterRebootsMin, s.masterRebootsMax), s.workerWaves, s.masterWaves, s.perItemWorkerReboots)
 		}
 	}
 	if len(res.nodeScale) > 0 {

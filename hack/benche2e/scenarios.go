@@ -11,6 +11,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -69,6 +70,9 @@ type scenarioResult struct {
 	workerRebootsMin, workerRebootsMax, masterRebootsMin, masterRebootsMax int
 	// Roll-outs of each pool, and their waves in all.
 	workerRollouts, workerWaves, masterRollouts, masterWaves int
+	// perItemWorkerReboots is what the same approvals reboot each worker with one roll-out
+	// per item: the items the plans shown forecast for the worker pool, summed.
+	perItemWorkerReboots int
 }
 
 // runScenario runs one scenario on a fresh control plane: every sample is planned
@@ -127,6 +131,9 @@ func runScenario(ctx context.Context, opts *options, sc scenario) (res scenarioR
 	}
 
 	res = scenarioResult{name: sc.name, configs: len(names)}
+	if res.perItemWorkerReboots, err = c.forecastItemsOf(ctx, names, "worker"); err != nil {
+		return res, err
+	}
 	var mu sync.Mutex
 	var firstStart, lastEnd time.Time
 	approve := func(ctx context.Context, name string) error {
@@ -211,6 +218,35 @@ func runScenario(ctx context.Context, opts *options, sc scenario) (res scenarioR
 		sc.name, res.approvals, res.seconds, res.workerRebootsMin, res.workerRebootsMax,
 		res.masterRebootsMin, res.masterRebootsMax, res.workerWaves, res.workerRollouts)
 	return res, nil
+}
+
+// forecastItemsOf is how many items the plans shown by the configs roll out in pool.
+func (c *cluster) forecastItemsOf(ctx context.Context, names []string, pool string) (int, error) {
+	total := 0
+	for _, name := range names {
+		n, err := c.forecastItems(ctx, name, pool)
+		if err != nil {
+			return 0, err
+		}
+		total += n
+	}
+	return total, nil
+}
+
+// forecastItems is how many items the plan shown by the config rolls out in pool.
+func (c *cluster) forecastItems(ctx context.Context, name, pool string) (int, error) {
+	u, err := c.cp.dyn.Resource(vpcGVR).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return 0, err
+	}
+	rollouts, _, _ := unstructured.NestedSlice(u.Object, "status", "rollouts")
+	for _, r := range rollouts {
+		if m, ok := r.(map[string]any); ok && m["pool"] == pool {
+			items, _ := m["items"].([]any)
+			return len(items), nil
+		}
+	}
+	return 0, nil
 }
 
 // forEach runs do for every name at once and returns the first error.

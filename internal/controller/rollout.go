@@ -34,7 +34,7 @@ import (
 // rollsOut tells whether an item belongs to the batch: it makes a MachineConfigPool render
 // a new configuration.
 func rollsOut(it advisorv1alpha1.PlanItem) bool {
-	return plan.NeedsBaseline(it)
+	return plan.RollsOut(it)
 }
 
 // executionOrder is the order the execution takes the items in (see above).

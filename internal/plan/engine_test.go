@@ -405,10 +405,6 @@ var _ = Describe("Engine.ApplyItem", func() {
 
 	It("applies with the profile's field manager, after which Recheck shows no changes", func() {
 		pi := draftOne(deschedulerItem())
-		baseline, err := engine.HealthBaseline(ctx, pi)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(baseline).To(BeEmpty(), "a KubeDescheduler has no rollout baseline")
-
 		out, err := apply(engine, pi, true)
 
 		Expect(err).NotTo(HaveOccurred())

@@ -19,24 +19,9 @@ const (
 	Unhealthy = targets.Unhealthy
 )
 
-// HealthBaseline reads, before the apply, what each pool that rolls the item out targets
-// (see targets.HealthCheck); it is persisted with the item and names the pools in the
-// message shown right after the apply. The health check judges by content and does not
-// need it.
-func (e *Engine) HealthBaseline(ctx context.Context, item advisorv1alpha1.PlanItem) (string, error) {
-	if item.Action == advisorv1alpha1.ItemActionRelease {
-		return "", nil
-	}
-	desired, err := DesiredObject(item)
-	if err != nil {
-		return "", err
-	}
-	return targets.HealthCheckFor(desired.GroupVersionKind().GroupKind()).Baseline(ctx, e.reader(), desired)
-}
-
-// NeedsBaseline tells whether an item rolls out to nodes, so that its baseline is taken
-// before its apply.
-func NeedsBaseline(item advisorv1alpha1.PlanItem) bool {
+// RollsOut tells whether applying an item makes a MachineConfigPool roll a new
+// configuration out to its nodes (a release writes no content and rolls nothing out).
+func RollsOut(item advisorv1alpha1.PlanItem) bool {
 	if item.Action == advisorv1alpha1.ItemActionRelease {
 		return false
 	}
@@ -45,20 +30,6 @@ func NeedsBaseline(item advisorv1alpha1.PlanItem) bool {
 		return false
 	}
 	return targets.RollsOut(desired.GroupVersionKind().GroupKind())
-}
-
-// AwaitingRollout is the health message of a rollout item the moment after an apply that
-// changed its spec, judged from its baseline without a read (see targets.AwaitingRender); ok
-// is false for any other item.
-func AwaitingRollout(item advisorv1alpha1.PlanItem) (string, bool) {
-	if item.Action == advisorv1alpha1.ItemActionRelease {
-		return "", false
-	}
-	desired, err := DesiredObject(item)
-	if err != nil {
-		return "", false
-	}
-	return targets.AwaitingRender(desired, item.HealthBaseline)
 }
 
 // CheckHealth tells whether an applied item took effect (see targets.HealthCheckFor). A
@@ -71,7 +42,7 @@ func (e *Engine) CheckHealth(ctx context.Context, item advisorv1alpha1.PlanItem,
 	if err != nil {
 		return Health{}, err
 	}
-	h, err := targets.HealthCheckFor(desired.GroupVersionKind().GroupKind()).Check(ctx, e.reader(), desired, item.HealthBaseline)
+	h, err := targets.HealthCheckFor(desired.GroupVersionKind().GroupKind()).Check(ctx, e.reader(), desired)
 	if err != nil || h.State != Waiting {
 		return h, err
 	}

@@ -150,18 +150,11 @@ var _ = Describe("Engine.CheckHealth", func() {
 		mc := psiItem(psiMC)
 		cleanUp(mc.Desired)
 		item = draftOne(mc)
-		baseline, err := engine.HealthBaseline(ctx, item)
-		Expect(err).NotTo(HaveOccurred())
 		out, err := apply(engine, item, true)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(out.Applied).To(BeTrue())
 		Expect(out.SpecChanged).To(BeTrue())
-		item.HealthBaseline = baseline
 		appliedAt = time.Now()
-	})
-
-	It("records, at apply, the configuration each selecting pool targeted as the baseline", func() {
-		Expect(item.HealthBaseline).To(Equal("worker=" + renderedOld))
 	})
 
 	It("is Healthy once the pool runs, on every machine, a rendered configuration holding the MachineConfig's content, observed its spec and is Updated", func() {
@@ -181,10 +174,9 @@ var _ = Describe("Engine.CheckHealth", func() {
 		Expect(h.Message).To(Equal("MachineConfigPool worker runs " + renderedOld + ", which lacks kernel argument psi=1 of MachineConfig " + psiMC))
 	})
 
-	It("is Healthy when the pool runs the configuration the baseline names and it holds the content, as after a correction that renders the name of before", func() {
+	It("is Healthy when the pool runs a configuration that holds the content under the name it ran before, as after a correction", func() {
 		render(worker, renderedNew, baseMC, psiMC)
 		report(worker, poolStatus{rendered: renderedNew, sources: []string{baseMC, psiMC}, conditions: updatedTrue, updated: 3, machines: 3})
-		item.HealthBaseline = "worker=" + renderedNew
 
 		h := checkNow()
 
@@ -207,7 +199,7 @@ var _ = Describe("Engine.CheckHealth", func() {
 		Expect(check(0, appliedAt.Add(1000*time.Hour)).State).To(Equal(plan.Waiting))
 	})
 
-	It("records no baseline, and is Healthy at once, when the apply only adds the ownership marks to a MachineConfig already rolled out", func() {
+	It("is Healthy at once when the apply only adds the ownership marks to a MachineConfig already rolled out", func() {
 		const adopted = "99-worker-psi-adopted"
 		createAsOtherManager(machineConfig(adopted, "worker"))
 		render(worker, renderedNew, baseMC, psiMC, adopted)
@@ -223,7 +215,6 @@ var _ = Describe("Engine.CheckHealth", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(out.Applied).To(BeTrue())
 		Expect(out.SpecChanged).To(BeFalse(), "no new configuration will be rendered, so there is nothing to wait for")
-		pi.HealthBaseline = ""
 
 		h, err := engine.CheckHealth(ctx, pi, appliedAt, time.Hour, appliedAt.Add(time.Minute))
 		Expect(err).NotTo(HaveOccurred())

@@ -36,13 +36,8 @@ type Health struct {
 
 // HealthCheck tells whether an applied object of one kind took effect.
 type HealthCheck interface {
-	// Baseline reads, just before the apply, what each pool that rolls the object out
-	// targets (pool=rendered configuration, comma-separated): what AwaitingRender shows the
-	// moment after the apply. Check does not need it.
-	Baseline(ctx context.Context, reader client.Reader, desired *unstructured.Unstructured) (string, error)
-	// Check judges the object now; baseline is what Baseline returned, or "" (the rollout
-	// checks judge by content, and judge the same with or without it).
-	Check(ctx context.Context, reader client.Reader, desired *unstructured.Unstructured, baseline string) (Health, error)
+	// Check judges the object now: for a rollout, by what the nodes of its pools run.
+	Check(ctx context.Context, reader client.Reader, desired *unstructured.Unstructured) (Health, error)
 }
 
 // HealthCheckFor returns the health check of a kind. Kinds whose operator rolls the change
@@ -61,11 +56,7 @@ func HealthCheckFor(gk schema.GroupKind) HealthCheck {
 // applied is the health check of kinds without a rollout.
 type applied struct{}
 
-func (applied) Baseline(context.Context, client.Reader, *unstructured.Unstructured) (string, error) {
-	return "", nil
-}
-
-func (applied) Check(_ context.Context, _ client.Reader, desired *unstructured.Unstructured, _ string) (Health, error) {
+func (applied) Check(_ context.Context, _ client.Reader, desired *unstructured.Unstructured) (Health, error) {
 	return Health{State: Healthy, Message: Describe(desired) + " applied"}, nil
 }
 
@@ -80,25 +71,12 @@ type poolRollout struct {
 	kubeletConfig bool
 }
 
-func (p poolRollout) Baseline(ctx context.Context, reader client.Reader, desired *unstructured.Unstructured) (string, error) {
-	pools, _, err := p.pools(ctx, reader, desired)
-	if err != nil {
-		return "", err
-	}
-	pairs := make([]string, 0, len(pools))
-	for _, pool := range pools {
-		target, _, _ := unstructured.NestedString(pool.Object, "spec", "configuration", "name")
-		pairs = append(pairs, pool.GetName()+"="+target)
-	}
-	return strings.Join(pairs, ","), nil
-}
-
 // Check judges the object by content: every pool that rolls it out must run, on all its
-// machines, a rendered configuration that holds what the object puts on a node. baseline is
-// not needed: a pool that runs such a configuration has rolled it out, whatever it ran
-// before the apply, and a rendered name equal to the one before proves nothing either way
+// machines, a rendered configuration that holds what the object puts on a node. Nothing
+// read before the apply is needed: a pool that runs such a configuration has rolled it out,
+// whatever it ran before the apply, and a rendered name equal to the one before proves nothing either way
 // (a correction that restores earlier content renders the earlier name again).
-func (p poolRollout) Check(ctx context.Context, reader client.Reader, desired *unstructured.Unstructured, _ string) (Health, error) {
+func (p poolRollout) Check(ctx context.Context, reader client.Reader, desired *unstructured.Unstructured) (Health, error) {
 	var kc *unstructured.Unstructured
 	if p.kubeletConfig {
 		live, h, err := readKubeletConfig(ctx, reader, desired)
@@ -376,40 +354,6 @@ func controlledBy(obj metav1.Object, owner metav1.Object) bool {
 	return ref != nil && ref.UID == owner.GetUID()
 }
 
-// AwaitingRender is what the health check of obj shows the moment after an apply that
-// changed its spec: no pool of the baseline (read just before the apply) has rendered a
-// configuration with it yet. ok is false for a kind that rolls nothing out, and when the
-// baseline names no pool, or a pool without a rendered configuration.
-func AwaitingRender(obj *unstructured.Unstructured, baseline string) (string, bool) {
-	p, rollsOut := HealthCheckFor(obj.GroupVersionKind().GroupKind()).(poolRollout)
-	if !rollsOut || baseline == "" {
-		return "", false
-	}
-	before := parseBaseline(baseline)
-	// In the order Check lists waiting pools: by name.
-	var msgs []string
-	for _, pool := range poolNames(before) {
-		if pool == "" || before[pool] == "" {
-			return "", false
-		}
-		msgs = append(msgs, notRendered(pool, subject(obj, !p.kubeletConfig), before[pool]))
-	}
-	return strings.Join(msgs, "; "), len(msgs) > 0
-}
-
-func notRendered(pool, what, baseline string) string {
-	return fmt.Sprintf("MachineConfigPool %s has not rendered a configuration with %s yet (still %s)", pool, what, baseline)
-}
-
-// subject names obj in the messages of a pool's rollout: a MachineConfig, which the pool
-// lists by name, by its name alone.
-func subject(obj *unstructured.Unstructured, listsByName bool) string {
-	if listsByName {
-		return obj.GetName()
-	}
-	return obj.GetKind() + " " + obj.GetName()
-}
-
 // pools lists the MachineConfigPools that roll obj out, sorted by name; served is false
 // when the cluster has no MachineConfigPool kind at all.
 func (p poolRollout) pools(ctx context.Context, reader client.Reader, obj *unstructured.Unstructured) ([]unstructured.Unstructured, bool, error) {
@@ -429,16 +373,6 @@ func (p poolRollout) pools(ctx context.Context, reader client.Reader, obj *unstr
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].GetName() < out[j].GetName() })
 	return out, true, nil
-}
-
-// poolNames are the pools a baseline names, sorted.
-func poolNames(baseline map[string]string) []string {
-	names := make([]string, 0, len(baseline))
-	for name := range baseline {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	return names
 }
 
 // machineConfigSelects: the pool's machineConfigSelector matches the MachineConfig's labels.
@@ -484,16 +418,6 @@ func selectorMatches(obj map[string]any, path []string, set map[string]string) b
 	return sel.Matches(labels.Set(set))
 }
 
-func parseBaseline(s string) map[string]string {
-	out := map[string]string{}
-	for _, pair := range strings.Split(s, ",") {
-		if name, target, ok := strings.Cut(pair, "="); ok {
-			out[name] = target
-		}
-	}
-	return out
-}
-
 func findCondition(conditions []any, condType string) (map[string]any, bool) {
 	for _, c := range conditions {
 		if m, ok := c.(map[string]any); ok && m["type"] == condType {
@@ -512,7 +436,7 @@ func Describe(obj *unstructured.Unstructured) string {
 }
 
 // RollsOut tells whether applying an object of the kind rolls out to nodes, so its health
-// check waits for MachineConfigPools (and Baseline names what they target before the apply).
+// check waits for MachineConfigPools.
 func RollsOut(gk schema.GroupKind) bool {
 	_, ok := HealthCheckFor(gk).(poolRollout)
 	return ok

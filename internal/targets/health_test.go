@@ -118,9 +118,9 @@ func rendered(name string, kernelArguments []string, files ...string) *unstructu
 	})
 }
 
-func check(t *testing.T, c client.Client, obj *unstructured.Unstructured, baseline string) targets.Health {
+func check(t *testing.T, c client.Client, obj *unstructured.Unstructured) targets.Health {
 	t.Helper()
-	h, err := targets.HealthCheckFor(obj.GroupVersionKind().GroupKind()).Check(context.Background(), c, obj, baseline)
+	h, err := targets.HealthCheckFor(obj.GroupVersionKind().GroupKind()).Check(context.Background(), c, obj)
 	if err != nil {
 		t.Fatalf("check %s: %v", targets.Describe(obj), err)
 	}
@@ -135,29 +135,25 @@ func TestMachineConfigHealth(t *testing.T) {
 	create(t, c, rendered(renderedOld, nil))
 	create(t, c, rendered(renderedNew, []string{"psi=1"}))
 	create(t, c, rendered("rendered-worker-gpu-2", []string{"psi=1"}))
-	before := "worker=" + renderedOld
 	done := pool{name: "worker", role: "worker", target: renderedNew, current: renderedNew, conditions: updated, updated: 3, machines: 3}
 	lacksPSI := "MachineConfigPool worker runs " + renderedOld + ", which lacks kernel argument psi=1 of MachineConfig " + psiMC
 	cases := []struct {
-		name     string
-		pools    []pool
-		baseline string
-		want     targets.HealthState
-		message  string
+		name    string
+		pools   []pool
+		want    targets.HealthState
+		message string
 	}{
 		{
-			name:     "when the pool still runs a configuration without the MachineConfig's content, it should wait, saying what it lacks",
-			pools:    []pool{{name: "worker", role: "worker", target: renderedOld, current: renderedOld, conditions: updated, updated: 3, machines: 3}},
-			baseline: before,
-			want:     targets.Waiting,
-			message:  lacksPSI,
+			name:    "when the pool still runs a configuration without the MachineConfig's content, it should wait, saying what it lacks",
+			pools:   []pool{{name: "worker", role: "worker", target: renderedOld, current: renderedOld, conditions: updated, updated: 3, machines: 3}},
+			want:    targets.Waiting,
+			message: lacksPSI,
 		},
 		{
-			name:     "when there is no baseline and the pool runs a configuration without the content, it should wait just the same",
-			pools:    []pool{{name: "worker", role: "worker", target: renderedOld, current: renderedOld, conditions: updated, updated: 3, machines: 3}},
-			baseline: "",
-			want:     targets.Waiting,
-			message:  lacksPSI,
+			name:    "when nothing was read before the apply and the pool runs a configuration without the content, it should wait just the same",
+			pools:   []pool{{name: "worker", role: "worker", target: renderedOld, current: renderedOld, conditions: updated, updated: 3, machines: 3}},
+			want:    targets.Waiting,
+			message: lacksPSI,
 		},
 		{
 			name:    "when the pool has not observed its latest spec, it should wait",
@@ -174,9 +170,8 @@ func TestMachineConfigHealth(t *testing.T) {
 				p.updated = 1
 				return p
 			}()},
-			baseline: before,
-			want:     targets.Waiting,
-			message:  "MachineConfigPool worker is rolling out " + renderedNew + ": 1/3 machines updated",
+			want:    targets.Waiting,
+			message: "MachineConfigPool worker is rolling out " + renderedNew + ": 1/3 machines updated",
 		},
 		{
 			name:    "when the pool's machines do not run its target yet, it should wait, even with Updated=True left from before",
@@ -191,18 +186,16 @@ func TestMachineConfigHealth(t *testing.T) {
 			message: "MachineConfigPool worker is rolling out " + renderedNew + ": 2/3 machines updated",
 		},
 		{
-			name:     "when the pool runs a configuration holding the content on every machine and is Updated, it should be healthy",
-			pools:    []pool{done},
-			baseline: before,
-			want:     targets.Healthy,
-			message:  "MachineConfigPool worker updated to " + renderedNew + " (3/3 machines)",
+			name:    "when the pool runs a configuration holding the content on every machine and is Updated, it should be healthy",
+			pools:   []pool{done},
+			want:    targets.Healthy,
+			message: "MachineConfigPool worker updated to " + renderedNew + " (3/3 machines)",
 		},
 		{
-			name:     "when the pool runs the configuration the baseline names and it holds the content (a correction restored it), it should be healthy",
-			pools:    []pool{done},
-			baseline: "worker=" + renderedNew,
-			want:     targets.Healthy,
-			message:  "MachineConfigPool worker updated to " + renderedNew + " (3/3 machines)",
+			name:    "when the pool runs, under the name it ran before, a configuration that holds the content (a correction restored it), it should be healthy",
+			pools:   []pool{done},
+			want:    targets.Healthy,
+			message: "MachineConfigPool worker updated to " + renderedNew + " (3/3 machines)",
 		},
 		{
 			name:    "when the pool runs a rendered configuration that does not exist, it should wait",
@@ -261,9 +254,8 @@ func TestMachineConfigHealth(t *testing.T) {
 			name: "when two pools roll it out and one is done, it should wait for the other",
 			pools: []pool{done, {name: "worker-gpu", role: "worker", target: "rendered-worker-gpu-2", current: "rendered-worker-gpu-1",
 				conditions: map[string]string{"Updated": "False", "Updating": "True"}, updated: 0, machines: 2}},
-			baseline: before + ",worker-gpu=rendered-worker-gpu-1",
-			want:     targets.Waiting,
-			message:  "MachineConfigPool worker-gpu is rolling out rendered-worker-gpu-2: 0/2 machines updated",
+			want:    targets.Waiting,
+			message: "MachineConfigPool worker-gpu is rolling out rendered-worker-gpu-2: 0/2 machines updated",
 		},
 		{
 			name:    "when two pools roll it out and both are done, it should be healthy, naming both",
@@ -285,7 +277,7 @@ func TestMachineConfigHealth(t *testing.T) {
 			for _, p := range tc.pools {
 				create(t, c, p.object())
 			}
-			h := check(t, c, machineConfig(psiMC, "worker", psi()), tc.baseline)
+			h := check(t, c, machineConfig(psiMC, "worker", psi()))
 			g.Expect(h).To(Equal(targets.Health{State: tc.want, Message: tc.message}))
 		})
 	}
@@ -318,7 +310,7 @@ func TestMachineConfigHealthComparesFileContents(t *testing.T) {
 			g := NewWithT(t)
 			create(t, c, tc.rendered)
 			create(t, c, pool{name: "worker", role: "worker", target: "rendered-worker-3333", current: "rendered-worker-3333", conditions: updated, updated: 3, machines: 3}.object())
-			g.Expect(check(t, c, swap, "")).To(Equal(tc.want))
+			g.Expect(check(t, c, swap)).To(Equal(tc.want))
 		})
 	}
 }
@@ -327,7 +319,7 @@ func TestMachineConfigHealthOnAClusterWithoutMachineConfigPools(t *testing.T) {
 	g := NewWithT(t)
 	c := clusterOf()
 	c.notServed["MachineConfigPool"] = true
-	h, err := targets.HealthCheckFor(targets.MachineConfig.GroupKind()).Check(context.Background(), c, machineConfig(psiMC, "worker", psi()), "")
+	h, err := targets.HealthCheckFor(targets.MachineConfig.GroupKind()).Check(context.Background(), c, machineConfig(psiMC, "worker", psi()))
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(h.State).To(Equal(targets.Unhealthy))
 	g.Expect(h.Message).To(Equal("the cluster serves no MachineConfigPools, so nothing rolls out MachineConfig " + psiMC +
@@ -345,10 +337,7 @@ func TestKindsWithoutRolloutAreHealthyOnceApplied(t *testing.T) {
 				obj.SetNamespace("ns")
 			}
 			check := targets.HealthCheckFor(k.GroupKind())
-			baseline, err := check.Baseline(context.Background(), clusterOf(), obj)
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(baseline).To(BeEmpty(), "nothing rolls out")
-			h, err := check.Check(context.Background(), clusterOf(), obj, "")
+			h, err := check.Check(context.Background(), clusterOf(), obj)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(h).To(Equal(targets.Health{State: targets.Healthy, Message: targets.Describe(obj) + " applied"}))
 			g.Expect(targets.RollsOut(k.GroupKind())).To(BeFalse())
@@ -357,63 +346,4 @@ func TestKindsWithoutRolloutAreHealthyOnceApplied(t *testing.T) {
 	g := NewWithT(t)
 	g.Expect(targets.RollsOut(targets.MachineConfig.GroupKind())).To(BeTrue())
 	g.Expect(targets.RollsOut(targets.KubeletConfig.GroupKind())).To(BeTrue())
-}
-
-// The baseline is what each pool that rolls the object out targets just before the apply.
-func TestHealthBaseline(t *testing.T) {
-	c := apiServer(t)
-	create(t, c, pool{name: "worker", role: "worker", target: renderedOld, current: renderedOld, conditions: updated}.object())
-	create(t, c, pool{name: "worker-gpu", role: "worker", target: "rendered-worker-gpu-1", current: "rendered-worker-gpu-1", conditions: updated}.object())
-	create(t, c, pool{name: "master", role: "master", target: "rendered-master-1", current: "rendered-master-1", conditions: updated}.object())
-	cases := []struct {
-		name string
-		obj  *unstructured.Unstructured
-		want string
-	}{
-		{"when two pools select the MachineConfig, it should name each pool's target, by pool name",
-			machineConfig(psiMC, "worker", psi()), "worker=" + renderedOld + ",worker-gpu=rendered-worker-gpu-1"},
-		{"when a KubeletConfig selects a pool by its pools.operator label, it should name that pool's target",
-			kubeletConfig("kc", map[string]any{poolLabel + "worker-gpu": ""}), "worker-gpu=rendered-worker-gpu-1"},
-		{"when no pool selects the MachineConfig, it should be empty",
-			machineConfig(psiMC, "infra", psi()), ""},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			g := NewWithT(t)
-			got, err := targets.HealthCheckFor(tc.obj.GroupVersionKind().GroupKind()).Baseline(context.Background(), c, tc.obj)
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(got).To(Equal(tc.want))
-		})
-	}
-}
-
-func TestAwaitingRender(t *testing.T) {
-	descheduler := &unstructured.Unstructured{}
-	descheduler.SetGroupVersionKind(targets.KubeDescheduler.GVK)
-	cases := []struct {
-		name     string
-		obj      *unstructured.Unstructured
-		baseline string
-		want     string
-		ok       bool
-	}{
-		{"when the baseline names a pool's configuration, it should say the pool has not rendered the MachineConfig yet",
-			machineConfig(psiMC, "worker", psi()), "worker=" + renderedOld,
-			"MachineConfigPool worker has not rendered a configuration with " + psiMC + " yet (still " + renderedOld + ")", true},
-		{"when the baseline names two pools, it should name both, sorted",
-			kubeletConfig("kc", nil), "worker=b,master=a",
-			"MachineConfigPool master has not rendered a configuration with KubeletConfig kc yet (still a); " +
-				"MachineConfigPool worker has not rendered a configuration with KubeletConfig kc yet (still b)", true},
-		{"when there is no baseline, it should say nothing", machineConfig(psiMC, "worker", psi()), "", "", false},
-		{"when a pool of the baseline had no configuration, it should say nothing", machineConfig(psiMC, "worker", psi()), "worker=", "", false},
-		{"when the kind rolls nothing out, it should say nothing", descheduler, "worker=" + renderedOld, "", false},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			g := NewWithT(t)
-			got, ok := targets.AwaitingRender(tc.obj, tc.baseline)
-			g.Expect(ok).To(Equal(tc.ok))
-			g.Expect(got).To(Equal(tc.want))
-		})
-	}
 }

@@ -228,7 +228,7 @@ func TestKubeletConfigHealth(t *testing.T) {
 				tc.generate(t, kc)
 			}
 			create(t, c, tc.pool.object())
-			g.Expect(check(t, c, kubeletConfig("kc", selector), "")).To(Equal(tc.want))
+			g.Expect(check(t, c, kubeletConfig("kc", selector))).To(Equal(tc.want))
 		})
 	}
 }
@@ -237,6 +237,6 @@ func TestKubeletConfigHealthWhenItWasDeleted(t *testing.T) {
 	g := NewWithT(t)
 	c := apiServer(t)
 	create(t, c, pool{name: "worker", role: "worker", target: renderedOld, current: renderedOld, conditions: updated, updated: 3, machines: 3}.object())
-	g.Expect(check(t, c, kubeletConfig("kc", map[string]any{poolLabel + "worker": ""}), "")).To(Equal(targets.Health{
+	g.Expect(check(t, c, kubeletConfig("kc", map[string]any{poolLabel + "worker": ""}))).To(Equal(targets.Health{
 		State: targets.Unhealthy, Message: "KubeletConfig kc does not exist any more: nothing rolls it out"}))
 }

@@ -200,14 +200,8 @@ func runScenario(ctx context.Context, opts *options, sc scenario) (res scenarioR
 	res.seconds = time.Since(firstStart).Seconds()
 	// One approval may complete a config another one's approval redrafted: every config
 	// must still be Completed.
-	for _, name := range names {
-		phase, err := c.vpcPhase(ctx, name)
-		if err != nil {
-			return res, err
-		}
-		if phase != stageApply {
-			return res, fmt.Errorf("%s is %s at the end, not %s", name, phase, stageApply)
-		}
+	if err := c.allIn(ctx, names, stageApply); err != nil {
+		return res, err
 	}
 
 	res.workerRebootsMin, res.workerRebootsMax = c.reboots("worker", scenarioWorkers)
@@ -218,6 +212,20 @@ func runScenario(ctx context.Context, opts *options, sc scenario) (res scenarioR
 		sc.name, res.approvals, res.seconds, res.workerRebootsMin, res.workerRebootsMax,
 		res.masterRebootsMin, res.masterRebootsMax, res.workerWaves, res.workerRollouts)
 	return res, nil
+}
+
+// allIn fails unless every config is in phase.
+func (c *cluster) allIn(ctx context.Context, names []string, phase string) error {
+	for _, name := range names {
+		got, err := c.vpcPhase(ctx, name)
+		if err != nil {
+			return err
+		}
+		if got != phase {
+			return fmt.Errorf("%s is %s at the end, not %s", name, got, phase)
+		}
+	}
+	return nil
 }
 
 // forecastItemsOf is how many items the plans shown by the configs roll out in pool.

@@ -124,7 +124,7 @@ var _ = Describe("The metrics endpoint of the manager on the service account of 
 		Expect(body).NotTo(ContainSubstring("virt_advisor_"))
 	})
 
-	It("exports every virt_advisor_ metric the alerts of config/prometheus/prometheus_rule.yaml use", func() {
+	It("exports every virt_advisor_ metric the alerts of config/prometheus/prometheus_rule.yaml use (but those that have a series only while something happens)", func() {
 		names := alertMetricNames()
 		Expect(names).NotTo(BeEmpty(), "found no virt_advisor_ metric in the alerts' expressions")
 		// The series of a config appear once the manager has reconciled the configs it advertises.
@@ -133,6 +133,9 @@ var _ = Describe("The metrics endpoint of the manager on the service account of 
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(status).To(Equal(http.StatusOK))
 			for _, name := range names {
+				if _, later := seriesOnlyWhile[name]; later {
+					continue
+				}
 				g.Expect(body).To(MatchRegexp(`(?m)^`+regexp.QuoteMeta(name)+`(_bucket|_sum|_count)?[{ ]`), "no series of %s", name)
 			}
 		}).Should(Succeed())
@@ -237,6 +240,12 @@ func freePort() int {
 var metricName = regexp.MustCompile(`virt_advisor_[a-z_]+`)
 
 // alertMetricNames are the virt_advisor_ metrics the alerts' expressions read.
+// seriesOnlyWhile are the alerts' metrics that have a series only while something happens
+// that this cluster does not do, and what: their names are in internal/metrics' tests.
+var seriesOnlyWhile = map[string]string{
+	"virt_advisor_pool_paused_since_timestamp_seconds": "a MachineConfigPool is paused by the operator",
+}
+
 func alertMetricNames() []string {
 	GinkgoHelper()
 	rules := readObjects(testenv.Path("config", "prometheus", "prometheus_rule.yaml"))

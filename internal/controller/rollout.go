@@ -140,7 +140,11 @@ func (r *VirtPlatformConfigReconciler) executeBatch(ctx context.Context, s *scop
 			}
 			it := &st.Items[i]
 			it.WaitingSince = nil
-			s.setItemState(i, advisorv1alpha1.ItemInProgress, it.Message+"; rolls out with the batch")
+			msg := "applied; rolls out with the batch"
+			if pools := poolsOfItem(st, it.Name); len(pools) > 0 {
+				msg += " in MachineConfigPool " + strings.Join(pools, ", MachineConfigPool ")
+			}
+			s.setItemState(i, advisorv1alpha1.ItemInProgress, msg)
 			return ctrl.Result{RequeueAfter: immediately}, nil
 		}
 	}

@@ -72,7 +72,7 @@ var _ = Describe("An administrator with kubectl", Ordered, func() {
 	It("approves with kubectl patch and waits for Completed while the worker pool rolls out", func() {
 		kubectl("patch", vpc, "--type=json", "-p", `[{"op":"replace","path":"/spec/action","value":"Apply"}]`)
 		kubectl("wait", vpc, `--for=jsonpath={.status.items[1].state}=InProgress`, "--timeout=60s")
-		Expect(jsonpath(vpc, "{.status.items[1].message}")).To(ContainSubstring("MachineConfigPool worker"))
+		Eventually(func() string { return jsonpath(vpc, "{.status.items[1].message}") }).Should(ContainSubstring("MachineConfigPool worker"))
 		// The pool simulator renders the MachineConfig and reboots the workers one by one.
 		kubectl("wait", vpc, "--for=condition=Completed", "--timeout=60s")
 		kubectl("wait", vpc, "--for=condition=Ready", "--timeout=60s")

@@ -22,6 +22,8 @@ func PhaseCondition(p Phase) string {
 		return ConditionPrerequisiteFailed
 	case PhaseIgnored:
 		return ConditionIgnored
+	case PhaseReverted:
+		return ConditionReverted
 	}
 	return ""
 }

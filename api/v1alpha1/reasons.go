@@ -105,6 +105,18 @@ const (
 	// ReasonUnknownProfile: this operator version does not implement the profile.
 	ReasonUnknownProfile = "UnknownProfile"
 
+	// ReasonRevertRequested: spec.revert is true; the revert plan is drafted.
+	ReasonRevertRequested = "RevertRequested"
+	// ReasonRevertCancelled: spec.revert went back to false; the profile's plan is drafted
+	// again, for review.
+	ReasonRevertCancelled = "RevertCancelled"
+	// ReasonReverted: the approved revert plan was executed; the targets are as they were
+	// before this config's executions and no longer watched.
+	ReasonReverted = "Reverted"
+	// ReasonNothingToRevert: no execution of this config changed a target that is still
+	// there as it left it.
+	ReasonNothingToRevert = "NothingToRevert"
+
 	// ReasonActionIgnore: spec.action is Ignore (rule 8).
 	ReasonActionIgnore = "ActionIgnore"
 )
@@ -121,6 +133,8 @@ const (
 	EventItemFailed = "ItemFailed"
 	// EventItemRejected: the API server refused an item's dry-run.
 	EventItemRejected = "ItemRejected"
+	// EventItemReverted: a revert item put its target back (or deleted it).
+	EventItemReverted = "ItemReverted"
 	// EventItemReleased: an item left the plan; its target is left as it is and its fields
 	// are handed back.
 	EventItemReleased = "ItemReleased"

@@ -99,6 +99,15 @@ type VirtPlatformConfigSpec struct {
 	// them are not held; a rollout that started runs to its end.
 	// +optional
 	MaintenanceWindow *MaintenanceWindow `json:"maintenanceWindow,omitempty"`
+
+	// revert, when true, asks for the revert plan instead of the profile's plan: it puts
+	// back what this config's executions changed (status.replaced), deletes the objects
+	// they created and hands back the fields they own. The revert plan is shown for review
+	// like any plan and runs only on an approval given after it was shown. Setting it back
+	// to false drafts the profile's plan again, for review.
+	// +optional
+	// +kubebuilder:default=false
+	Revert bool `json:"revert,omitempty"`
 }
 
 // MaintenanceWindow is a recurring time span in which disruptive changes may start.
@@ -128,7 +137,7 @@ type MaintenanceWindow struct {
 }
 
 // Phase is where a config is in its life cycle.
-// +kubebuilder:validation:Enum=Pending;Drafting;ReviewRequired;InProgress;Completed;CompletedWithErrors;CompletedWithUpgrade;Drifted;Failed;PrerequisiteFailed;Ignored
+// +kubebuilder:validation:Enum=Pending;Drafting;ReviewRequired;InProgress;Completed;CompletedWithErrors;CompletedWithUpgrade;Drifted;Failed;PrerequisiteFailed;Ignored;Reverted
 type Phase string
 
 // The phases of a VirtPlatformConfig.
@@ -144,6 +153,7 @@ const (
 	PhaseFailed               Phase = "Failed"
 	PhasePrerequisiteFailed   Phase = "PrerequisiteFailed"
 	PhaseIgnored              Phase = "Ignored"
+	PhaseReverted             Phase = "Reverted"
 )
 
 // ImpactSeverity rates the disruption of a change: Low (no workload effect), Medium
@@ -159,7 +169,7 @@ const (
 )
 
 // ItemAction is what executing an item does to its target.
-// +kubebuilder:validation:Enum=Apply;Release
+// +kubebuilder:validation:Enum=Apply;Release;Restore;Delete
 type ItemAction string
 
 // ChangeKind is what applying an item changes on its target.
@@ -183,6 +193,13 @@ const (
 	// longer part of the plan: the target keeps its values, the operator stops managing and
 	// watching it.
 	ItemActionRelease ItemAction = "Release"
+	// ItemActionRestore (revert plans) puts back the values an execution replaced on a
+	// target that existed before it (status.replaced), removes the fields it added, and
+	// hands back the profile's fields.
+	ItemActionRestore ItemAction = "Restore"
+	// ItemActionDelete (revert plans) deletes a target an execution created, when no other
+	// field manager shares the fields the profile set on it.
+	ItemActionDelete ItemAction = "Delete"
 )
 
 // ItemState is how far one plan item got.
@@ -209,6 +226,7 @@ const (
 	ConditionPrerequisiteFailed = "PrerequisiteFailed"
 	ConditionIgnored            = "Ignored"
 	ConditionUpgradeAvailable   = "UpgradeAvailable"
+	ConditionReverted           = "Reverted"
 	ConditionReady              = "Ready"
 )
 
@@ -502,6 +520,47 @@ type VirtPlatformConfigStatus struct {
 	// +listType=map
 	// +listMapKey=pool
 	Rollouts []PoolRollout `json:"rollouts,omitempty"`
+	// replaced records, per target, what the executions of this config replaced: written
+	// before each apply, from the target as the operator read it. A revert plan is drafted
+	// from it.
+	// +optional
+	// +listType=atomic
+	Replaced []ReplacedRecord `json:"replaced,omitempty"`
+}
+
+// ReplacedRecord is what the executions of a config replaced on one target.
+type ReplacedRecord struct {
+	// targetRef is the target.
+	TargetRef TargetReference `json:"targetRef"`
+	// created is true when the target did not exist before the first apply: the revert
+	// deletes it (or, when another field manager shares its fields, hands it back).
+	// +optional
+	Created bool `json:"created,omitempty"`
+	// fields are the managed paths the applies set on a target that existed, each with the
+	// value it had before the first apply that set it.
+	// +optional
+	// +listType=atomic
+	Fields []ReplacedField `json:"fields,omitempty"`
+}
+
+// ReplacedField is the value a managed path had before the profile first set it.
+type ReplacedField struct {
+	// path is the managed path, e.g. spec.profiles.
+	Path string `json:"path"`
+	// value is the previous value as JSON; unset when the field was absent.
+	// +optional
+	Value string `json:"value,omitempty"`
+	// absent is true when the target had no such field: the revert removes it.
+	// +optional
+	Absent bool `json:"absent,omitempty"`
+	// managers are the field managers that owned the field before.
+	// +optional
+	// +listType=atomic
+	Managers []string `json:"managers,omitempty"`
+	// appliedHash is the SHA-256 of the value the last apply set: a field whose value
+	// hashes differently was changed since, and its revert is shown as a conflict.
+	// +optional
+	AppliedHash string `json:"appliedHash,omitempty"`
 }
 
 // PauseState is how a batch holds a MachineConfigPool's pause.

@@ -74,6 +74,9 @@ func (r *VirtPlatformConfigReconciler) draft(ctx context.Context, s *scope, caus
 		st.AppliedOptions = s.opts
 		s.setPhase(phase, reason, message)
 	}
+	if s.vpc.Spec.Revert {
+		return r.draftRevert(ctx, s, cause)
+	}
 	if err := s.profile.Validate(s.opts); err != nil {
 		fail(advisorv1alpha1.PhaseFailed, advisorv1alpha1.ReasonInvalidOptions, fmt.Sprintf("%v: fix spec.options", err))
 		return ctrl.Result{}, nil
@@ -195,7 +198,11 @@ func (r *VirtPlatformConfigReconciler) review(ctx context.Context, s *scope, cau
 	if changes == 0 {
 		return r.nothingToApply(ctx, s)
 	}
-	msg := fmt.Sprintf("the plan changes %d target(s) (impact %s): review status.items[].diff", changes, highestImpact(st.Items))
+	what := "the plan"
+	if s.vpc.Spec.Revert {
+		what = "the revert plan"
+	}
+	msg := fmt.Sprintf("%s changes %d target(s) (impact %s): review status.items[].diff", what, changes, highestImpact(st.Items))
 	if st.Disruption != "" {
 		msg += "; approving it " + st.Disruption + " (status.rollouts)"
 	}
@@ -226,6 +233,12 @@ func (r *VirtPlatformConfigReconciler) review(ctx context.Context, s *scope, cau
 // before it says Completed; nothing is written.
 func (r *VirtPlatformConfigReconciler) nothingToApply(ctx context.Context, s *scope) (ctrl.Result, error) {
 	st := &s.vpc.Status
+	if s.vpc.Spec.Revert {
+		for i := range st.Items {
+			s.setItemState(i, advisorv1alpha1.ItemCompleted, st.Items[i].Message)
+		}
+		return r.finishRevert(s), nil
+	}
 	waiting := 0
 	for i, it := range st.Items {
 		if it.State != advisorv1alpha1.ItemPending {

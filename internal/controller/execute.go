@@ -185,7 +185,7 @@ func (r *VirtPlatformConfigReconciler) applyItem(ctx context.Context, s *scope, 
 	// A drift correction restores what an approved execution applied (its desired state
 	// hashes to the applied record) and is not rendered again: a profile that renders from
 	// its own target (load-aware honours the KubeDescheduler's mode) renders the drift.
-	if item.Action != advisorv1alpha1.ItemActionRelease && !isCorrection(*item) {
+	if item.Action != advisorv1alpha1.ItemActionRelease && !plan.IsRevert(*item) && !isCorrection(*item) {
 		done := r.render(ctx, s)
 		if done.err != nil {
 			if isPrerequisite(done.err) {
@@ -235,6 +235,9 @@ func (r *VirtPlatformConfigReconciler) applyItem(ctx context.Context, s *scope, 
 	case out.AlreadyApplied:
 		s.noteItem(item.Name, corev1.EventTypeNormal, advisorv1alpha1.EventItemAlreadyApplied,
 			"%s %s already holds the approved values of item %s (applied before a restart): not applied again", item.TargetRef.Kind, item.TargetRef.Name, item.Name)
+	case out.Applied && (plan.IsRevert(*item) || s.vpc.Spec.Revert):
+		metrics.Applied(true)
+		s.noteItem(item.Name, corev1.EventTypeNormal, advisorv1alpha1.EventItemReverted, "item %s: %s", item.Name, item.Message)
 	case out.Applied:
 		metrics.Applied(true)
 		s.noteItem(item.Name, corev1.EventTypeNormal, advisorv1alpha1.EventItemApplied, "applied item %s to %s %s", item.Name, item.TargetRef.Kind, item.TargetRef.Name)
@@ -333,6 +336,9 @@ func (r *VirtPlatformConfigReconciler) failItem(s *scope, i int, message string)
 // have changed too (a pool rolling out changes the pool): the inputs are compared now, so
 // the completed config starts idle, or redrafts when the profile renders differently.
 func (r *VirtPlatformConfigReconciler) finishExecution(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if s.vpc.Spec.Revert {
+		return r.finishRevert(s), nil
+	}
 	d, err := r.refreshDrift(ctx, s)
 	if err != nil {
 		return ctrl.Result{}, err

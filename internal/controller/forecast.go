@@ -53,7 +53,7 @@ func (r *VirtPlatformConfigReconciler) forecast(ctx context.Context, s *scope) e
 		if err != nil {
 			return err
 		}
-		change, err := r.nodeChange(ctx, desired)
+		change, err := r.nodeChange(ctx, desired, it.Action == advisorv1alpha1.ItemActionDelete)
 		if err != nil {
 			return err
 		}
@@ -102,7 +102,7 @@ func (r *VirtPlatformConfigReconciler) forecast(ctx context.Context, s *scope) e
 
 // nodeChange is what applying desired changes on the nodes of its pools, against the live
 // object (absent: created).
-func (r *VirtPlatformConfigReconciler) nodeChange(ctx context.Context, desired *unstructured.Unstructured) (targets.NodeChange, error) {
+func (r *VirtPlatformConfigReconciler) nodeChange(ctx context.Context, desired *unstructured.Unstructured, deleted bool) (targets.NodeChange, error) {
 	live := &unstructured.Unstructured{}
 	live.SetGroupVersionKind(desired.GroupVersionKind())
 	err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(desired), live)
@@ -111,6 +111,9 @@ func (r *VirtPlatformConfigReconciler) nodeChange(ctx context.Context, desired *
 		live = nil
 	case err != nil:
 		return targets.NodeChange{}, fmt.Errorf("read %s: %w", targets.Describe(desired), err)
+	}
+	if deleted {
+		return targets.ChangeOfRemoval(live)
 	}
 	return targets.ChangeOfObject(live, desired)
 }

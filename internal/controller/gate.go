@@ -49,6 +49,15 @@ func (r *VirtPlatformConfigReconciler) writeItem(ctx context.Context, s *scope, 
 	if why := authorize(s, item, rendered); why != nil {
 		return plan.ApplyOutcome{}, why, nil
 	}
+	st := &s.vpc.Status
+	if !s.vpc.Spec.Revert {
+		// What the write replaces is recorded before it, for a revert.
+		replaced, err := r.Engine.RecordReplaced(ctx, s.profileName(), item, st.Replaced)
+		if err != nil {
+			return plan.ApplyOutcome{}, nil, err
+		}
+		st.Replaced = replaced
+	}
 	if err := r.writeStatus(ctx, s); err != nil {
 		return plan.ApplyOutcome{}, nil, err
 	}
@@ -57,6 +66,7 @@ func (r *VirtPlatformConfigReconciler) writeItem(ctx context.Context, s *scope, 
 		CheckSnapshot: !s.vpc.Spec.BypassOptimisticLock,
 		Force:         s.vpc.Spec.BypassOptimisticLock,
 		Rendered:      rendered,
+		Revert:        plan.RecordOf(st.Replaced, item.TargetRef),
 	})
 	return out, nil, err
 }
@@ -96,6 +106,15 @@ func authorize(s *scope, item advisorv1alpha1.PlanItem, rendered *plan.Item) *re
 	if !manages(s, item.TargetRef) {
 		return &refusal{advisorv1alpha1.ReasonPlanIntegrity, fmt.Sprintf(
 			"profile %s does not manage %s %s", s.vpc.Spec.Profile, item.TargetRef.Kind, item.TargetRef.Name)}
+	}
+	if s.vpc.Spec.Revert || plan.IsRevert(item) {
+		// A revert item is drafted again from status.replaced right before its write
+		// (see plan.ApplyOptions.Revert); it needs the record it is drafted from.
+		if !s.vpc.Spec.Revert || plan.RecordOf(s.vpc.Status.Replaced, item.TargetRef) == nil {
+			return &refusal{advisorv1alpha1.ReasonPlanIntegrity, fmt.Sprintf(
+				"item %s reverts %s %s, which is no target of the revert asked for in status.replaced", item.Name, item.TargetRef.Kind, item.TargetRef.Name)}
+		}
+		return nil
 	}
 	if item.Action == advisorv1alpha1.ItemActionRelease {
 		if item.Applied == nil {

@@ -237,7 +237,7 @@ func desiredSpecField(it advisorv1alpha1.PlanItem, fields ...string) any {
 func expectConditions(vpc *advisorv1alpha1.VirtPlatformConfig, trueTypes ...string) {
 	GinkgoHelper()
 	all := []string{"Drafting", "ReviewRequired", "InProgress", "Completed", "Drifted", "Failed",
-		"PrerequisiteFailed", "Ignored", "UpgradeAvailable", "Ready"}
+		"PrerequisiteFailed", "Ignored", "UpgradeAvailable", "Reverted", "Ready"}
 	want := map[string]bool{}
 	for _, t := range trueTypes {
 		want[t] = true

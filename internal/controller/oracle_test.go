@@ -146,6 +146,14 @@ func (o *approvalOracle) judge(req *http.Request, w writeTarget, body []byte) st
 				if req.Method == http.MethodPatch && !apply {
 					return ""
 				}
+			case it.Action == advisorv1alpha1.ItemActionDelete:
+				if req.Method == http.MethodDelete && vpc.Spec.Revert {
+					return ""
+				}
+			case it.Action == advisorv1alpha1.ItemActionRestore:
+				if req.Method == http.MethodPatch && vpc.Spec.Revert && restoresContent(it, body) {
+					return ""
+				}
 			case apply && sameContent(it, body):
 				return ""
 			}
@@ -244,6 +252,30 @@ func sameContent(it advisorv1alpha1.PlanItem, body []byte) bool {
 		}
 	}
 	return equality.Semantic.DeepEqual(sent, desired)
+}
+
+// restoresContent tells whether a revert's JSON patch sets every top-level part it writes
+// (other than metadata) to the item's desired state: what the revert plan showed.
+func restoresContent(it advisorv1alpha1.PlanItem, body []byte) bool {
+	var ops []struct {
+		Op    string `json:"op"`
+		Path  string `json:"path"`
+		Value any    `json:"value"`
+	}
+	var desired map[string]any
+	if it.DesiredState == nil || json.Unmarshal(body, &ops) != nil || json.Unmarshal(it.DesiredState.Raw, &desired) != nil {
+		return false
+	}
+	for _, op := range ops {
+		key := strings.TrimPrefix(op.Path, "/")
+		if op.Op != "add" || strings.HasPrefix(key, "metadata/") {
+			continue
+		}
+		if !equality.Semantic.DeepEqual(op.Value, desired[key]) {
+			return false
+		}
+	}
+	return true
 }
 
 // dropPointer removes the field an RFC 6901 pointer names from obj (maps only).

@@ -29,6 +29,7 @@ var allConditionTypes = []string{
 	advisorv1alpha1.ConditionPrerequisiteFailed,
 	advisorv1alpha1.ConditionIgnored,
 	advisorv1alpha1.ConditionUpgradeAvailable,
+	advisorv1alpha1.ConditionReverted,
 	advisorv1alpha1.ConditionReady,
 }
 

@@ -169,6 +169,9 @@ func (r *VirtPlatformConfigReconciler) step(ctx context.Context, s *scope) (ctrl
 		if st.Phase == advisorv1alpha1.PhasePending {
 			cause.reason, cause.message = advisorv1alpha1.ReasonDrafting, "drafting the plan"
 		}
+		if rc := revertCause(s); rc != nil {
+			cause = *rc
+		}
 		return r.draft(ctx, s, cause, nil)
 	}
 	switch st.Phase {
@@ -192,6 +195,9 @@ func (r *VirtPlatformConfigReconciler) step(ctx context.Context, s *scope) (ctrl
 		return r.retry(ctx, s)
 	case advisorv1alpha1.PhaseCompleted, advisorv1alpha1.PhaseCompletedWithErrors,
 		advisorv1alpha1.PhaseCompletedWithUpgrade, advisorv1alpha1.PhaseDrifted:
+		if s.vpc.Spec.Revert {
+			return ctrl.Result{}, nil // a revert that ended with errors: its targets are not watched
+		}
 		return r.watchApplied(ctx, s)
 	}
 	return ctrl.Result{}, nil
@@ -200,6 +206,11 @@ func (r *VirtPlatformConfigReconciler) step(ctx context.Context, s *scope) (ctrl
 // awaitReview waits in ReviewRequired for the approval. A change of what the plan was
 // rendered from redrafts it first, so what is approved is what the profile renders now.
 func (r *VirtPlatformConfigReconciler) awaitReview(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if s.vpc.Spec.Revert {
+		// A revert plan is drafted from status.replaced, not rendered: a change of its
+		// targets makes it stale at approval (rule 4).
+		return r.awaitDecision(ctx, s)
+	}
 	if changed, done, err := r.inputsChanged(ctx, s); err != nil || changed {
 		if err != nil {
 			return ctrl.Result{}, err
@@ -222,6 +233,15 @@ func (r *VirtPlatformConfigReconciler) awaitReview(ctx context.Context, s *scope
 		if changed {
 			return r.redraftInputs(ctx, s, fmt.Sprintf("the user-control annotations of item %s's target changed", it.Name), nil)
 		}
+	}
+	return r.awaitDecision(ctx, s)
+}
+
+// awaitDecision is the part of awaitReview every plan goes through: the approval, or
+// what the config shows while it waits for one.
+func (r *VirtPlatformConfigReconciler) awaitDecision(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if s.approval() == approved {
+		return r.startExecution(ctx, s, true)
 	}
 	if s.approval() == mismatched {
 		if !s.newGeneration && s.before.Status.PlanHash == s.vpc.Status.PlanHash {
@@ -370,5 +390,6 @@ func planSpecHash(spec advisorv1alpha1.VirtPlatformConfigSpec, opts *advisorv1al
 		BypassOptimisticLock bool                            `json:"bypassOptimisticLock"`
 		WaitTimeout          *metav1.Duration                `json:"waitTimeout"`
 		Options              *advisorv1alpha1.ProfileOptions `json:"options"`
-	}{spec.Profile, spec.FailurePolicy, spec.BypassOptimisticLock, spec.WaitTimeout, opts})
+		Revert               bool                            `json:"revert,omitempty"`
+	}{spec.Profile, spec.FailurePolicy, spec.BypassOptimisticLock, spec.WaitTimeout, opts, spec.Revert})
 }

@@ -90,7 +90,11 @@ func (w *watches) track(vpc *advisorv1alpha1.VirtPlatformConfig) {
 	name := vpc.Name
 	var keys []plan.TargetKey
 	var inputs []plan.TargetKey
-	for _, it := range vpc.Status.Items {
+	items := vpc.Status.Items
+	if vpc.Status.Phase == advisorv1alpha1.PhaseReverted {
+		items = nil // reverted: nothing is managed any more
+	}
+	for _, it := range items {
 		k := plan.KeyOf(it.TargetRef)
 		switch {
 		case it.State == advisorv1alpha1.ItemSkipped && it.ControlsHash != "":

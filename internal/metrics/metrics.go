@@ -81,7 +81,7 @@ var (
 		advisorv1alpha1.PhasePending, advisorv1alpha1.PhaseDrafting, advisorv1alpha1.PhaseReviewRequired,
 		advisorv1alpha1.PhaseInProgress, advisorv1alpha1.PhaseCompleted, advisorv1alpha1.PhaseCompletedWithErrors,
 		advisorv1alpha1.PhaseCompletedWithUpgrade, advisorv1alpha1.PhaseDrifted, advisorv1alpha1.PhaseFailed,
-		advisorv1alpha1.PhasePrerequisiteFailed, advisorv1alpha1.PhaseIgnored,
+		advisorv1alpha1.PhasePrerequisiteFailed, advisorv1alpha1.PhaseIgnored, advisorv1alpha1.PhaseReverted,
 	}
 	allItemStates = []advisorv1alpha1.ItemState{
 		advisorv1alpha1.ItemPending, advisorv1alpha1.ItemInProgress, advisorv1alpha1.ItemCompleted,

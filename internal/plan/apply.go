@@ -26,6 +26,10 @@ type ApplyOptions struct {
 	// only if that render leads to exactly the approved desired state (the status is not
 	// trusted as what to apply); otherwise the outcome is Outdated and nothing is written.
 	Rendered *Item
+	// Revert is the record (status.replaced) a Restore or Delete item is drafted from: the
+	// item is drafted again from it right before the write and written only when that
+	// gives the item approved.
+	Revert *advisorv1alpha1.ReplacedRecord
 }
 
 // ApplyOutcome is what executing one item did.
@@ -65,8 +69,11 @@ type ApplyOutcome struct {
 // returned error that IsPermanent fails the item; any other is worth a retry.
 func (e *Engine) ApplyItem(ctx context.Context, item advisorv1alpha1.PlanItem, o ApplyOptions) (ApplyOutcome, error) {
 	manager := FieldManagerFor(o.Profile)
-	if item.Action == advisorv1alpha1.ItemActionRelease {
+	switch item.Action {
+	case advisorv1alpha1.ItemActionRelease:
 		return e.release(ctx, o.Profile, manager, item)
+	case advisorv1alpha1.ItemActionRestore, advisorv1alpha1.ItemActionDelete:
+		return e.revert(ctx, o.Profile, manager, item, o.Revert, o.CheckSnapshot)
 	}
 	desired, err := DesiredObject(item)
 	if err != nil {

@@ -42,6 +42,13 @@ func (e *Engine) CheckHealth(ctx context.Context, item advisorv1alpha1.PlanItem,
 	if err != nil {
 		return Health{}, err
 	}
+	if item.Action == advisorv1alpha1.ItemActionDelete {
+		h, err := targets.RemovalCheck(ctx, e.reader(), desired)
+		if err != nil || h.State != Waiting || timeout <= 0 || now.Sub(waitingSince) <= timeout {
+			return h, err
+		}
+		return Health{State: Unhealthy, Message: fmt.Sprintf("rollout did not finish within waitTimeout %s: %s", timeout, h.Message)}, nil
+	}
 	h, err := targets.HealthCheckFor(desired.GroupVersionKind().GroupKind()).Check(ctx, e.reader(), desired)
 	if err != nil || h.State != Waiting {
 		return h, err

@@ -103,6 +103,25 @@ func ChangeOfObject(live, desired *unstructured.Unstructured) (NodeChange, error
 	return NodeChange{}, nil
 }
 
+// ChangeOfRemoval is what deleting live (nil: already gone) changes on the nodes of its
+// pools, for a MachineConfig or a KubeletConfig; empty for any other kind.
+func ChangeOfRemoval(live *unstructured.Unstructured) (NodeChange, error) {
+	if live == nil {
+		return NodeChange{}, nil
+	}
+	switch live.GroupVersionKind().GroupKind() {
+	case MachineConfig.GroupKind():
+		before, err := ContentOf(live)
+		if err != nil {
+			return NodeChange{}, err
+		}
+		return ChangeOf(before, NodeContent{}), nil
+	case KubeletConfig.GroupKind():
+		return KubeletConfigChange(), nil
+	}
+	return NodeChange{}, nil
+}
+
 // DisruptionPolicy is what the cluster's node disruption policy does on a change of a file
 // or a systemd unit: status.nodeDisruptionPolicyStatus.clusterPolicies of the
 // MachineConfiguration cluster, the cluster's defaults merged with the administrator's.

@@ -1,0 +1,549 @@
+package plan
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/pmezard/go-difflib/difflib"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
+	"github.com/kubevirt/virt-advisor-operator/internal/targets"
+)
+
+// A revert puts back what a config's executions replaced. Before each apply the operator
+// records, from the target as it reads it then, what the apply replaces (RecordReplaced):
+// for a target that did not exist, only that it was created; for one that existed, each
+// managed path's value before the first apply that set it (or its absence), the field
+// managers that owned it, and a hash of the value applied. The revert plan is drafted from
+// those records (DraftRevert) and executed like any plan:
+//
+//   - a created target is deleted (Delete), unless another field manager shares the
+//     fields the profile set on it: then only the profile's ownership is released
+//     (Release);
+//   - a target that existed gets its recorded values back and loses the fields the
+//     profile added (Restore). A field another manager shares with the profile at the
+//     value the profile applied keeps its value; a field whose value changed since the
+//     apply is put back too, shown as a conflict. The restored values are written, in one
+//     JSON patch guarded by the resourceVersion read, under the field manager that owned
+//     them before when they had one and the same one (an update entry; a manager that
+//     applies server-side takes them back with its next apply), otherwise under the
+//     operator's own manager; the profile's managedFields entry is removed in the same
+//     patch, so its ownership is released either way.
+
+// RevertFieldManager writes restored values that had no single previous owner.
+const RevertFieldManager = "virt-advisor-operator"
+
+// RecordReplaced returns records with what applying item replaces on its target, read now.
+// A path recorded by an earlier apply keeps its first value; only the hash of the value
+// applied moves on. Paths the profile already owned before any record (an apply by an
+// operator version that did not record) are not recorded: a revert releases them.
+func (e *Engine) RecordReplaced(ctx context.Context, profile string, item advisorv1alpha1.PlanItem, records []advisorv1alpha1.ReplacedRecord) ([]advisorv1alpha1.ReplacedRecord, error) {
+	if item.Action != "" && item.Action != advisorv1alpha1.ItemActionApply {
+		return records, nil
+	}
+	desired, err := DesiredObject(item)
+	if err != nil {
+		return nil, err
+	}
+	paths, err := ParseFieldPaths(item.ManagedFields)
+	if err != nil {
+		return nil, fmt.Errorf("%w: item %s: %v", ErrInvalidPlan, item.Name, err)
+	}
+	live, err := e.readLive(ctx, desired, client.ObjectKeyFromObject(desired))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]advisorv1alpha1.ReplacedRecord, len(records))
+	for i := range records {
+		records[i].DeepCopyInto(&out[i])
+	}
+	key := KeyOf(item.TargetRef)
+	k := slices.IndexFunc(out, func(r advisorv1alpha1.ReplacedRecord) bool { return KeyOf(r.TargetRef) == key })
+	if k < 0 {
+		out = append(out, advisorv1alpha1.ReplacedRecord{TargetRef: item.TargetRef, Created: live == nil})
+		k = len(out) - 1
+	}
+	rec := &out[k]
+	if rec.Created || live == nil {
+		return out, nil
+	}
+	mine, _, owned := appliedFields(live, FieldManagerFor(profile))
+	for _, p := range absentRoots(paths, live) {
+		applied, _ := valueAt(desired.Object, p)
+		appliedHash := HashJSON(applied)
+		if i := slices.IndexFunc(rec.Fields, func(f advisorv1alpha1.ReplacedField) bool { return f.Path == p.String() }); i >= 0 {
+			rec.Fields[i].AppliedHash = appliedHash
+			continue
+		}
+		if owned && (ownsPath(mine, p) || ownsAtomic(mine, p)) {
+			continue
+		}
+		f := advisorv1alpha1.ReplacedField{Path: p.String(), AppliedHash: appliedHash, Managers: ownersOf(live, p, FieldManagerFor(profile))}
+		if prev, ok := valueAt(live.Object, p); ok {
+			raw, err := json.Marshal(prev)
+			if err != nil {
+				return nil, err
+			}
+			f.Value = string(raw)
+		} else {
+			f.Absent = true
+		}
+		rec.Fields = append(rec.Fields, f)
+	}
+	return out, nil
+}
+
+// absentRoots is paths with each path whose parent map is missing on live replaced by its
+// shallowest missing ancestor, once: what the apply adds there is removed whole by a revert.
+func absentRoots(paths []FieldPath, live *unstructured.Unstructured) []FieldPath {
+	var out []FieldPath
+	for _, p := range paths {
+		root := p
+		for i := 1; i < len(p); i++ {
+			if _, ok := valueAt(live.Object, p[:i]); !ok {
+				root = p[:i]
+				break
+			}
+		}
+		if !slices.ContainsFunc(out, func(q FieldPath) bool { return slices.Equal(q, root) }) {
+			out = append(out, root)
+		}
+	}
+	return out
+}
+
+// ownersOf names the field managers other than except that own p on obj (status entries
+// left out), sorted.
+func ownersOf(obj *unstructured.Unstructured, p FieldPath, except string) []string {
+	var out []string
+	for _, e := range obj.GetManagedFields() {
+		if e.Manager == except || e.Subresource != "" || e.FieldsV1 == nil {
+			continue
+		}
+		var set map[string]any
+		if json.Unmarshal(e.FieldsV1.GetRawBytes(), &set) != nil {
+			continue
+		}
+		if ownsPath(set, p) && !slices.Contains(out, e.Manager) {
+			out = append(out, e.Manager)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// RevertRequest is the draft of a revert plan.
+type RevertRequest struct {
+	Profile  string
+	Records  []advisorv1alpha1.ReplacedRecord
+	Revision int64
+}
+
+// DraftRevert drafts the revert plan of records: one item per target that still holds
+// something to put back, the last target applied first.
+func (e *Engine) DraftRevert(ctx context.Context, req RevertRequest) (Plan, error) {
+	manager := FieldManagerFor(req.Profile)
+	var items []advisorv1alpha1.PlanItem
+	for i := len(req.Records) - 1; i >= 0; i-- {
+		it, ok, err := e.revertItem(ctx, req.Profile, manager, req.Records[i])
+		if err != nil {
+			return Plan{}, err
+		}
+		if ok {
+			items = append(items, it)
+		}
+	}
+	return Plan{
+		Items:        items,
+		PlanHash:     PlanHash(req.Revision, items),
+		SnapshotHash: CombinedSnapshotHash(items),
+		FieldManager: manager,
+	}, nil
+}
+
+// RevertItemName is the name of the revert item of a target.
+func RevertItemName(ref advisorv1alpha1.TargetReference) string {
+	name := "revert-" + strings.ToLower(ref.Kind) + "-"
+	if ref.Namespace != "" {
+		name += ref.Namespace + "-"
+	}
+	return name + ref.Name
+}
+
+// revertItem drafts what reverting rec does to its target now; ok is false when there is
+// nothing to put back (the target is gone, or holds nothing of the profile's any more).
+func (e *Engine) revertItem(ctx context.Context, profile, manager string, rec advisorv1alpha1.ReplacedRecord) (advisorv1alpha1.PlanItem, bool, error) {
+	probe := &unstructured.Unstructured{}
+	probe.SetAPIVersion(rec.TargetRef.APIVersion)
+	probe.SetKind(rec.TargetRef.Kind)
+	live, err := e.readLive(ctx, probe, types.NamespacedName{Namespace: rec.TargetRef.Namespace, Name: rec.TargetRef.Name})
+	if err != nil {
+		if IsPermanent(err) {
+			// The kind is no longer served: nothing of it is left to put back.
+			return advisorv1alpha1.PlanItem{}, false, nil
+		}
+		return advisorv1alpha1.PlanItem{}, false, err
+	}
+	if live == nil {
+		return advisorv1alpha1.PlanItem{}, false, nil
+	}
+	mine, _, owned := appliedFields(live, manager)
+	pi := advisorv1alpha1.PlanItem{
+		Name:      RevertItemName(rec.TargetRef),
+		TargetRef: rec.TargetRef,
+		State:     advisorv1alpha1.ItemPending,
+		Change:    advisorv1alpha1.ChangeValues,
+	}
+	impact := advisorv1alpha1.ImpactMedium
+	if targets.RollsOut(live.GroupVersionKind().GroupKind()) {
+		impact = advisorv1alpha1.ImpactHigh
+	}
+	if rec.Created {
+		if !owned {
+			return advisorv1alpha1.PlanItem{}, false, nil
+		}
+		if shared := sharedWith(live, mine, manager); len(shared) > 0 {
+			pi.Action = advisorv1alpha1.ItemActionRelease
+			pi.ImpactSeverity = advisorv1alpha1.ImpactLow
+			pi.Change = advisorv1alpha1.ChangeOwnershipOnly
+			if pi.Diff, err = Diff(live, withoutMarks(live, profile, manager)); err != nil {
+				return pi, false, err
+			}
+			if pi.Diff == NoChanges {
+				pi.Diff = "(no value changes: releasing removes this profile's managedFields entry)"
+			}
+			pi.SnapshotHash = HashJSON(struct{ Target, Version string }{describeRef(rec.TargetRef), "released"})
+			pi.Message = fmt.Sprintf("kept: this profile created %s, but %s set the same fields; approving hands back this profile's fields and leaves the object and its values as they are",
+				describeRef(rec.TargetRef), strings.Join(shared, ", "))
+			return pi, true, nil
+		}
+		kept := identity(live)
+		paths := ManagedPaths(kept)
+		if err := setDesired(&pi, kept, paths); err != nil {
+			return pi, false, err
+		}
+		pi.Action = advisorv1alpha1.ItemActionDelete
+		pi.ImpactSeverity = impact
+		pi.Diff = deletionDiff(live)
+		pi.SnapshotHash = valuesHash(rec.TargetRef, paths, live, true)
+		pi.TargetHash = valuesHash(rec.TargetRef, paths, nil, false)
+		pi.Message = fmt.Sprintf("deletes %s, which this profile created", describeRef(rec.TargetRef))
+		return pi, true, nil
+	}
+	after := withoutMarks(live, profile, manager)
+	dropEmptyMetadata(after)
+	var paths []FieldPath
+	var restored []string
+	for _, f := range rec.Fields {
+		p, err := ParseFieldPath(f.Path)
+		if err != nil {
+			return pi, false, fmt.Errorf("%w: status.replaced of %s: %v", ErrInvalidPlan, describeRef(rec.TargetRef), err)
+		}
+		var prev any
+		if !f.Absent {
+			if err := json.Unmarshal([]byte(f.Value), &prev); err != nil {
+				return pi, false, fmt.Errorf("%w: status.replaced of %s, %s: %v", ErrInvalidPlan, describeRef(rec.TargetRef), f.Path, err)
+			}
+		}
+		cur, present := valueAt(live.Object, p)
+		if present != !f.Absent {
+			// fall through: the field is to be added back or removed
+		} else if f.Absent || jsonEqual(cur, prev) {
+			continue // already as it was
+		}
+		curHash := ""
+		if present {
+			curHash = HashJSON(cur)
+		}
+		others := ownersOf(live, p, manager)
+		ours := owned && (ownsPath(mine, p) || ownsAtomic(mine, p))
+		if ours && len(others) > 0 && curHash == f.AppliedHash {
+			continue // shared at the value applied: it stays, only the ownership goes
+		}
+		if curHash != f.AppliedHash {
+			c := advisorv1alpha1.FieldConflict{Path: f.Path, Manager: strings.Join(others, ", "), PlannedValue: f.Value}
+			if c.Manager == "" {
+				c.Manager = "unknown"
+			}
+			if present {
+				raw, _ := json.Marshal(cur)
+				c.LiveValue = string(raw)
+			}
+			if f.Absent {
+				c.PlannedValue = "(absent)"
+			}
+			pi.Conflicts = append(pi.Conflicts, c)
+		}
+		if f.Absent {
+			removeAt(after.Object, []string(p))
+		} else if err := unstructured.SetNestedField(after.Object, prev, p...); err != nil {
+			return pi, false, fmt.Errorf("restore %s of %s: %w", f.Path, describeRef(rec.TargetRef), err)
+		}
+		paths = append(paths, p)
+		restored = append(restored, f.Path)
+	}
+	if len(paths) == 0 && !owned {
+		return advisorv1alpha1.PlanItem{}, false, nil
+	}
+	desired := identity(after)
+	if err := setDesired(&pi, desired, paths); err != nil {
+		return pi, false, err
+	}
+	pi.Action = advisorv1alpha1.ItemActionRestore
+	pi.ImpactSeverity = impact
+	if pi.Diff, err = Diff(live, after); err != nil {
+		return pi, false, err
+	}
+	pi.SnapshotHash = valuesHash(rec.TargetRef, paths, live, true)
+	pi.TargetHash = valuesHash(rec.TargetRef, paths, after, false)
+	if len(paths) == 0 || pi.Diff == NoChanges {
+		pi.Change = advisorv1alpha1.ChangeOwnershipOnly
+		pi.ImpactSeverity = advisorv1alpha1.ImpactLow
+		pi.Diff = "(no value changes: reverting removes this profile's managedFields entry)"
+		pi.Message = fmt.Sprintf("hands back this profile's fields of %s; its values are already as before, or shared with another manager", describeRef(rec.TargetRef))
+		return pi, true, nil
+	}
+	pi.Message = fmt.Sprintf("restores %s of %s to the values before this profile's first apply, and hands back this profile's fields",
+		strings.Join(restored, ", "), describeRef(rec.TargetRef))
+	if len(pi.Conflicts) > 0 {
+		pi.Message += "; changed since the apply, and put back on approval: " + describeConflicts(pi.Conflicts)
+	}
+	return pi, true, nil
+}
+
+// sharedWith names the other field managers that own a field manager's applied set has,
+// the operator's managed-by label aside.
+func sharedWith(live *unstructured.Unstructured, mine map[string]any, manager string) []string {
+	var out []string
+	for _, p := range leavesOf(mine, nil) {
+		if len(p) == 3 && p[0] == "metadata" && p[1] == "labels" && p[2] == ManagedByLabel {
+			continue
+		}
+		for _, o := range ownersOf(live, p, manager) {
+			if !slices.Contains(out, o) {
+				out = append(out, o)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// leavesOf lists the field paths a decoded field set names ("f:" keys only).
+func leavesOf(set map[string]any, prefix FieldPath) []FieldPath {
+	var out []FieldPath
+	for k, v := range set {
+		name, ok := strings.CutPrefix(k, "f:")
+		if !ok {
+			continue
+		}
+		p := append(slices.Clone(prefix), name)
+		child, _ := v.(map[string]any)
+		if len(child) == 0 {
+			out = append(out, p)
+			continue
+		}
+		out = append(out, leavesOf(child, p)...)
+	}
+	return out
+}
+
+// identity is obj without what the server maintains and without its status: what a revert
+// item shows as the object it leaves (or deletes). Empty labels and annotations are left
+// out, as the API server leaves them out of an embedded object.
+func identity(obj *unstructured.Unstructured) *unstructured.Unstructured {
+	out := &unstructured.Unstructured{Object: normalized(obj)}
+	dropEmptyMetadata(out)
+	return out
+}
+
+func dropEmptyMetadata(obj *unstructured.Unstructured) {
+	if md, ok := obj.Object["metadata"].(map[string]any); ok {
+		for _, k := range []string{"labels", "annotations"} {
+			if m, ok := md[k].(map[string]any); ok && len(m) == 0 {
+				delete(md, k)
+			}
+		}
+	}
+}
+
+// deletionDiff is the unified diff from live to nothing.
+func deletionDiff(live *unstructured.Unstructured) string {
+	from, err := marshalYAML(normalized(live))
+	if err != nil {
+		return fmt.Sprintf("--- %s (live)\n+++ /dev/null\n", describe(live))
+	}
+	text, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
+		A: splitLines(string(from)), FromFile: describe(live) + " (live)", ToFile: "/dev/null", Context: 3,
+	})
+	if err != nil {
+		return fmt.Sprintf("--- %s (live)\n+++ /dev/null\n", describe(live))
+	}
+	return strings.TrimSuffix(text, "\n") + "\n"
+}
+
+// revert executes a Restore or Delete item: the item is drafted again from rec and the
+// target as it is now, and written only when that is the item approved (otherwise it is
+// Stale, when the target changed since the review, or Outdated).
+func (e *Engine) revert(ctx context.Context, profile, manager string, item advisorv1alpha1.PlanItem, rec *advisorv1alpha1.ReplacedRecord, checkSnapshot bool) (ApplyOutcome, error) {
+	if rec == nil {
+		return ApplyOutcome{}, fmt.Errorf("%w: item %s reverts %s, which status.replaced does not record", ErrInvalidPlan, item.Name, describeRef(item.TargetRef))
+	}
+	paths, err := ParseFieldPaths(item.ManagedFields)
+	if err != nil {
+		return ApplyOutcome{}, fmt.Errorf("%w: item %s: %v", ErrInvalidPlan, item.Name, err)
+	}
+	probe := &unstructured.Unstructured{}
+	probe.SetAPIVersion(item.TargetRef.APIVersion)
+	probe.SetKind(item.TargetRef.Kind)
+	key := types.NamespacedName{Namespace: item.TargetRef.Namespace, Name: item.TargetRef.Name}
+	live, err := e.readLive(ctx, probe, key)
+	if err != nil {
+		return ApplyOutcome{}, err
+	}
+	if optedOut(live) {
+		return ApplyOutcome{Unmanaged: true}, nil
+	}
+	_, index, owned := appliedFields(live, manager)
+	if live == nil || valuesHash(item.TargetRef, paths, live, false) == item.TargetHash && !owned {
+		// Reverted already (the write happened before a restart).
+		return ApplyOutcome{AlreadyApplied: true}, nil
+	}
+	if checkSnapshot && valuesHash(item.TargetRef, paths, live, true) != item.SnapshotHash {
+		return ApplyOutcome{Stale: true, StaleReason: "changed since the revert plan was reviewed"}, nil
+	}
+	fresh, ok, err := e.revertItem(ctx, profile, manager, *rec)
+	if err != nil {
+		return ApplyOutcome{}, err
+	}
+	if !ok || fresh.Action != item.Action || !jsonEqual(rawJSON(fresh.DesiredState), rawJSON(item.DesiredState)) ||
+		!slices.Equal(fresh.ManagedFields, item.ManagedFields) {
+		return ApplyOutcome{Outdated: true}, nil
+	}
+	if item.Action == advisorv1alpha1.ItemActionDelete {
+		uid, rv := live.GetUID(), live.GetResourceVersion()
+		err := e.writer().Delete(ctx, live, client.Preconditions{UID: &uid, ResourceVersion: &rv})
+		switch {
+		case apierrors.IsNotFound(err):
+			return ApplyOutcome{AlreadyApplied: true}, nil
+		case apierrors.IsConflict(err):
+			return ApplyOutcome{Stale: true, StaleReason: "changed while being reverted"}, nil
+		case err != nil:
+			return ApplyOutcome{}, fmt.Errorf("delete %s: %w", describe(live), err)
+		}
+		return ApplyOutcome{Applied: true, SpecChanged: true}, nil
+	}
+	after, err := DesiredObject(item)
+	if err != nil {
+		return ApplyOutcome{}, err
+	}
+	ops := []map[string]any{{"op": "test", "path": "/metadata/resourceVersion", "value": live.GetResourceVersion()}}
+	for k, v := range after.Object {
+		if k == "metadata" || k == "status" || k == "apiVersion" || k == "kind" || jsonEqual(v, live.Object[k]) {
+			continue
+		}
+		ops = append(ops, map[string]any{"op": "add", "path": "/" + escapeToken(k), "value": v})
+	}
+	for k := range live.Object {
+		if _, kept := after.Object[k]; !kept && k != "metadata" && k != "status" {
+			ops = append(ops, map[string]any{"op": "remove", "path": "/" + escapeToken(k)})
+		}
+	}
+	for _, field := range []string{"labels", "annotations"} {
+		want, _, _ := unstructured.NestedStringMap(after.Object, "metadata", field)
+		have, _, _ := unstructured.NestedStringMap(live.Object, "metadata", field)
+		if field == "annotations" {
+			// Ownership annotations are not part of what a revert item shows; the
+			// profile's own goes, the others stay.
+			for k, v := range have {
+				if strings.HasPrefix(k, ProfileAnnotationPrefix) && k != ProfileAnnotation(profile) {
+					want[k] = v
+				}
+			}
+		}
+		if jsonEqual(toAny(want), toAny(have)) {
+			continue
+		}
+		ops = append(ops, map[string]any{"op": "add", "path": "/metadata/" + field, "value": want})
+	}
+	if owned {
+		if len(live.GetManagedFields()) == 1 {
+			ops = append(ops, map[string]any{"op": "replace", "path": "/metadata/managedFields", "value": []any{map[string]any{}}})
+		} else {
+			ops = append(ops, map[string]any{"op": "remove", "path": fmt.Sprintf("/metadata/managedFields/%d", index)})
+		}
+	}
+	raw, err := json.Marshal(ops)
+	if err != nil {
+		return ApplyOutcome{}, err
+	}
+	if err := e.writer().Patch(ctx, live, client.RawPatch(types.JSONPatchType, raw), client.FieldOwner(restoringManager(*rec, paths))); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsInvalid(err) {
+			return ApplyOutcome{}, fmt.Errorf("revert %s: it changed while being reverted, retrying: %v", describe(live), err)
+		}
+		return ApplyOutcome{}, fmt.Errorf("revert %s: %w", describe(live), err)
+	}
+	return ApplyOutcome{Applied: true, SpecChanged: !jsonEqual(live.Object["spec"], after.Object["spec"])}, nil
+}
+
+// restoringManager is the field manager the restored values of paths are written under:
+// the one manager that owned all of them before, or RevertFieldManager.
+func restoringManager(rec advisorv1alpha1.ReplacedRecord, paths []FieldPath) string {
+	owner := ""
+	for _, p := range paths {
+		for _, f := range rec.Fields {
+			if f.Path != p.String() || f.Absent {
+				continue
+			}
+			if len(f.Managers) != 1 || owner != "" && owner != f.Managers[0] {
+				return RevertFieldManager
+			}
+			owner = f.Managers[0]
+		}
+	}
+	if owner == "" {
+		return RevertFieldManager
+	}
+	return owner
+}
+
+func rawJSON(r *runtime.RawExtension) any {
+	if r == nil {
+		return nil
+	}
+	var v any
+	_ = json.Unmarshal(r.Raw, &v)
+	return v
+}
+
+func toAny(m map[string]string) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// RecordOf is the record of a target in records, or nil.
+func RecordOf(records []advisorv1alpha1.ReplacedRecord, ref advisorv1alpha1.TargetReference) *advisorv1alpha1.ReplacedRecord {
+	key := KeyOf(ref)
+	for i := range records {
+		if KeyOf(records[i].TargetRef) == key {
+			return &records[i]
+		}
+	}
+	return nil
+}
+
+// IsRevert tells whether an item belongs to a revert plan.
+func IsRevert(it advisorv1alpha1.PlanItem) bool {
+	return it.Action == advisorv1alpha1.ItemActionRestore || it.Action == advisorv1alpha1.ItemActionDelete
+}

@@ -58,3 +58,29 @@ var _ = Describe("Reverting an execution", func() {
 		Expect(again.Status.Items).NotTo(ContainElement(HaveField("Action", advisorv1alpha1.ItemActionDelete)))
 	})
 })
+
+var _ = Describe("Reverting after a failure", func() {
+	BeforeEach(resetCluster)
+
+	It("reverts what a config that ended CompletedWithErrors did apply, and nothing else", func() {
+		before := descheduler()
+		freezeDescheduler()
+		createConfig(advisorv1alpha1.VirtPlatformConfigSpec{
+			Action: advisorv1alpha1.ActionApply, FailurePolicy: advisorv1alpha1.FailurePolicyContinue,
+		})
+		Eventually(itemState).WithArguments("enable-psi-metrics").Should(Equal(advisorv1alpha1.ItemInProgress))
+		rolloutPool()
+		waitPhase(advisorv1alpha1.PhaseCompletedWithErrors)
+		Expect(read(mcGVK, psiKey)).NotTo(BeNil())
+
+		patchSpec(`{"revert":true}`)
+		shown := waitPhase(advisorv1alpha1.PhaseReviewRequired)
+		Expect(shown.Status.Items).To(HaveLen(1), "only the MachineConfig was applied: the frozen KubeDescheduler was never written")
+		Expect(shown.Status.Items[0].Action).To(Equal(advisorv1alpha1.ItemActionDelete))
+		approve()
+		Eventually(func() bool { return read(mcGVK, psiKey) == nil }).Should(BeTrue())
+		rolloutPool()
+		waitPhase(advisorv1alpha1.PhaseReverted)
+		Expect(descheduler().Object["spec"]).To(Equal(before.Object["spec"]))
+	})
+})

@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"slices"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -51,6 +52,13 @@ var _ = Describe("Reverting an execution", func() {
 		Expect(after.Object["spec"]).To(Equal(before.Object["spec"]), "every managed path is back")
 		Expect(managers(after)).NotTo(ContainElement(manager))
 		Expect(slices.Contains(managers(after), manager)).To(BeFalse())
+		var restoredOwner string
+		for _, e := range after.GetManagedFields() {
+			if e.FieldsV1 != nil && strings.Contains(string(e.FieldsV1.Raw), `"f:mode"`) {
+				restoredOwner = e.Manager
+			}
+		}
+		Expect(restoredOwner).To(Equal("kubectl-client-side-apply"), "the restored values go back to the field manager that owned them before")
 
 		By("setting spec.revert back to false: the profile's plan is shown again for review")
 		patchSpec(`{"revert":false}`)

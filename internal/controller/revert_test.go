@@ -54,7 +54,7 @@ var _ = Describe("Reverting an execution", func() {
 		Expect(slices.Contains(managers(after), manager)).To(BeFalse())
 		var restoredOwner string
 		for _, e := range after.GetManagedFields() {
-			if e.FieldsV1 != nil && strings.Contains(string(e.FieldsV1.Raw), `"f:mode"`) {
+			if e.FieldsV1 != nil && strings.Contains(e.FieldsV1.GetRawString(), `"f:mode"`) {
 				restoredOwner = e.Manager
 			}
 		}

@@ -210,82 +210,63 @@ func (e *Engine) revertItem(ctx context.Context, profile, manager string, rec ad
 		if !owned {
 			return advisorv1alpha1.PlanItem{}, false, nil
 		}
-		if shared := sharedWith(live, mine, manager); len(shared) > 0 {
-			pi.Action = advisorv1alpha1.ItemActionRelease
-			pi.ImpactSeverity = advisorv1alpha1.ImpactLow
-			pi.Change = advisorv1alpha1.ChangeOwnershipOnly
-			if pi.Diff, err = Diff(live, withoutMarks(live, profile, manager)); err != nil {
-				return pi, false, err
-			}
-			if pi.Diff == NoChanges {
-				pi.Diff = "(no value changes: releasing removes this profile's managedFields entry)"
-			}
-			pi.SnapshotHash = HashJSON(struct{ Target, Version string }{describeRef(rec.TargetRef), "released"})
-			pi.Message = fmt.Sprintf("kept: this profile created %s, but %s set the same fields; approving hands back this profile's fields and leaves the object and its values as they are",
-				describeRef(rec.TargetRef), strings.Join(shared, ", "))
-			return pi, true, nil
-		}
-		kept := identity(live)
-		paths := ManagedPaths(kept)
-		if err := setDesired(&pi, kept, paths); err != nil {
+		return revertCreated(pi, live, profile, manager, mine, impact)
+	}
+	return revertExisting(pi, rec, live, profile, manager, mine, owned, impact)
+}
+
+// revertCreated drafts the revert of a target the profile created: its deletion, or, when
+// another field manager shares the fields the profile set, the release of its ownership.
+func revertCreated(pi advisorv1alpha1.PlanItem, live *unstructured.Unstructured, profile, manager string, mine map[string]any,
+	impact advisorv1alpha1.ImpactSeverity) (advisorv1alpha1.PlanItem, bool, error) {
+	if shared := sharedWith(live, mine, manager); len(shared) > 0 {
+		var err error
+		pi.Action = advisorv1alpha1.ItemActionRelease
+		pi.ImpactSeverity = advisorv1alpha1.ImpactLow
+		pi.Change = advisorv1alpha1.ChangeOwnershipOnly
+		if pi.Diff, err = Diff(live, withoutMarks(live, profile, manager)); err != nil {
 			return pi, false, err
 		}
-		pi.Action = advisorv1alpha1.ItemActionDelete
-		pi.ImpactSeverity = impact
-		pi.Diff = deletionDiff(live)
-		pi.SnapshotHash = valuesHash(rec.TargetRef, paths, live, true)
-		pi.TargetHash = valuesHash(rec.TargetRef, paths, nil, false)
-		pi.Message = fmt.Sprintf("deletes %s, which this profile created", describeRef(rec.TargetRef))
+		if pi.Diff == NoChanges {
+			pi.Diff = "(no value changes: releasing removes this profile's managedFields entry)"
+		}
+		pi.SnapshotHash = HashJSON(struct{ Target, Version string }{describeRef(pi.TargetRef), "released"})
+		pi.Message = fmt.Sprintf("kept: this profile created %s, but %s set the same fields; approving hands back this profile's fields and leaves the object and its values as they are",
+			describeRef(pi.TargetRef), strings.Join(shared, ", "))
 		return pi, true, nil
 	}
+	kept := identity(live)
+	paths := ManagedPaths(kept)
+	if err := setDesired(&pi, kept, paths); err != nil {
+		return pi, false, err
+	}
+	pi.Action = advisorv1alpha1.ItemActionDelete
+	pi.ImpactSeverity = impact
+	pi.Diff = deletionDiff(live)
+	pi.SnapshotHash = valuesHash(pi.TargetRef, paths, live, true)
+	pi.TargetHash = valuesHash(pi.TargetRef, paths, nil, false)
+	pi.Message = fmt.Sprintf("deletes %s, which this profile created", describeRef(pi.TargetRef))
+	return pi, true, nil
+}
+
+// revertExisting drafts the revert of a target that existed before the profile's first
+// apply: its recorded values put back (Restore).
+func revertExisting(pi advisorv1alpha1.PlanItem, rec advisorv1alpha1.ReplacedRecord, live *unstructured.Unstructured, profile, manager string,
+	mine map[string]any, owned bool, impact advisorv1alpha1.ImpactSeverity) (advisorv1alpha1.PlanItem, bool, error) {
 	after := withoutMarks(live, profile, manager)
 	dropEmptyMetadata(after)
 	var paths []FieldPath
 	var restored []string
 	for _, f := range rec.Fields {
-		p, err := ParseFieldPath(f.Path)
+		p, restore, conflict, err := revertField(f, live, after, manager, mine, owned)
 		if err != nil {
-			return pi, false, fmt.Errorf("%w: status.replaced of %s: %v", ErrInvalidPlan, describeRef(rec.TargetRef), err)
+			return pi, false, fmt.Errorf("%w: status.replaced of %s, %s: %v", ErrInvalidPlan, describeRef(rec.TargetRef), f.Path, err)
 		}
-		var prev any
-		if !f.Absent {
-			if err := json.Unmarshal([]byte(f.Value), &prev); err != nil {
-				return pi, false, fmt.Errorf("%w: status.replaced of %s, %s: %v", ErrInvalidPlan, describeRef(rec.TargetRef), f.Path, err)
-			}
+		if !restore {
+			continue
 		}
-		cur, present := valueAt(live.Object, p)
-		if present != !f.Absent {
-			// fall through: the field is to be added back or removed
-		} else if f.Absent || jsonEqual(cur, prev) {
-			continue // already as it was
-		}
-		curHash := ""
-		if present {
-			curHash = HashJSON(cur)
-		}
-		others := ownersOf(live, p, manager)
-		ours := owned && (ownsPath(mine, p) || ownsAtomic(mine, p))
-		if ours && len(others) > 0 && curHash == f.AppliedHash {
-			continue // shared at the value applied: it stays, only the ownership goes
-		}
-		if curHash != f.AppliedHash {
-			c := advisorv1alpha1.FieldConflict{Path: f.Path, Manager: strings.Join(others, ", "), PlannedValue: f.Value}
-			if c.Manager == "" {
-				c.Manager = "unknown"
-			}
-			if present {
-				raw, _ := json.Marshal(cur)
-				c.LiveValue = string(raw)
-			}
-			if f.Absent {
-				c.PlannedValue = "(absent)"
-			}
-			pi.Conflicts = append(pi.Conflicts, c)
-		}
-		if f.Absent {
-			removeAt(after.Object, []string(p))
-		} else if err := unstructured.SetNestedField(after.Object, prev, p...); err != nil {
-			return pi, false, fmt.Errorf("restore %s of %s: %w", f.Path, describeRef(rec.TargetRef), err)
+		if conflict != nil {
+			pi.Conflicts = append(pi.Conflicts, *conflict)
 		}
 		paths = append(paths, p)
 		restored = append(restored, f.Path)
@@ -293,10 +274,10 @@ func (e *Engine) revertItem(ctx context.Context, profile, manager string, rec ad
 	if len(paths) == 0 && !owned {
 		return advisorv1alpha1.PlanItem{}, false, nil
 	}
-	desired := identity(after)
-	if err := setDesired(&pi, desired, paths); err != nil {
+	if err := setDesired(&pi, identity(after), paths); err != nil {
 		return pi, false, err
 	}
+	var err error
 	pi.Action = advisorv1alpha1.ItemActionRestore
 	pi.ImpactSeverity = impact
 	if pi.Diff, err = Diff(live, after); err != nil {
@@ -317,6 +298,57 @@ func (e *Engine) revertItem(ctx context.Context, profile, manager string, rec ad
 		pi.Message += "; changed since the apply, and put back on approval: " + describeConflicts(pi.Conflicts)
 	}
 	return pi, true, nil
+}
+
+// revertField decides the revert of one recorded field and, when it is put back, puts it
+// back on after: restore is false when the field is already as it was, or shared with
+// another manager at the value the profile applied (it stays; only the ownership goes). A
+// value changed since the apply is put back as a conflict.
+func revertField(f advisorv1alpha1.ReplacedField, live, after *unstructured.Unstructured, manager string, mine map[string]any,
+	owned bool) (FieldPath, bool, *advisorv1alpha1.FieldConflict, error) {
+	p, err := ParseFieldPath(f.Path)
+	if err != nil {
+		return nil, false, nil, err
+	}
+	var prev any
+	if !f.Absent {
+		if err := json.Unmarshal([]byte(f.Value), &prev); err != nil {
+			return nil, false, nil, err
+		}
+	}
+	cur, present := valueAt(live.Object, p)
+	if present == !f.Absent && (f.Absent || jsonEqual(cur, prev)) {
+		return p, false, nil, nil
+	}
+	curHash := ""
+	if present {
+		curHash = HashJSON(cur)
+	}
+	others := ownersOf(live, p, manager)
+	ours := owned && (ownsPath(mine, p) || ownsAtomic(mine, p))
+	if ours && len(others) > 0 && curHash == f.AppliedHash {
+		return p, false, nil, nil
+	}
+	var conflict *advisorv1alpha1.FieldConflict
+	if curHash != f.AppliedHash {
+		conflict = &advisorv1alpha1.FieldConflict{Path: f.Path, Manager: strings.Join(others, ", "), PlannedValue: f.Value}
+		if conflict.Manager == "" {
+			conflict.Manager = "unknown"
+		}
+		if present {
+			raw, _ := json.Marshal(cur)
+			conflict.LiveValue = string(raw)
+		}
+		if f.Absent {
+			conflict.PlannedValue = "(absent)"
+		}
+	}
+	if f.Absent {
+		removeAt(after.Object, []string(p))
+	} else if err := unstructured.SetNestedField(after.Object, prev, p...); err != nil {
+		return nil, false, nil, err
+	}
+	return p, true, conflict, nil
 }
 
 // sharedWith names the other field managers that own a field manager's applied set has,
@@ -429,22 +461,45 @@ func (e *Engine) revert(ctx context.Context, profile, manager string, item advis
 		return ApplyOutcome{Outdated: true}, nil
 	}
 	if item.Action == advisorv1alpha1.ItemActionDelete {
-		uid, rv := live.GetUID(), live.GetResourceVersion()
-		err := e.writer().Delete(ctx, live, client.Preconditions{UID: &uid, ResourceVersion: &rv})
-		switch {
-		case apierrors.IsNotFound(err):
-			return ApplyOutcome{AlreadyApplied: true}, nil
-		case apierrors.IsConflict(err):
-			return ApplyOutcome{Stale: true, StaleReason: "changed while being reverted"}, nil
-		case err != nil:
-			return ApplyOutcome{}, fmt.Errorf("delete %s: %w", describe(live), err)
-		}
-		return ApplyOutcome{Applied: true, SpecChanged: true}, nil
+		return e.deleteTarget(ctx, live)
 	}
 	after, err := DesiredObject(item)
 	if err != nil {
 		return ApplyOutcome{}, err
 	}
+	raw, err := json.Marshal(restoreOps(live, after, profile, owned, index))
+	if err != nil {
+		return ApplyOutcome{}, err
+	}
+	if err := e.writer().Patch(ctx, live, client.RawPatch(types.JSONPatchType, raw), client.FieldOwner(restoringManager(*rec, paths))); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsInvalid(err) {
+			return ApplyOutcome{}, fmt.Errorf("revert %s: it changed while being reverted, retrying: %v", describe(live), err)
+		}
+		return ApplyOutcome{}, fmt.Errorf("revert %s: %w", describe(live), err)
+	}
+	return ApplyOutcome{Applied: true, SpecChanged: !jsonEqual(live.Object["spec"], after.Object["spec"])}, nil
+}
+
+// deleteTarget deletes live, guarded by its uid and resourceVersion.
+func (e *Engine) deleteTarget(ctx context.Context, live *unstructured.Unstructured) (ApplyOutcome, error) {
+	uid, rv := live.GetUID(), live.GetResourceVersion()
+	err := e.writer().Delete(ctx, live, client.Preconditions{UID: &uid, ResourceVersion: &rv})
+	switch {
+	case apierrors.IsNotFound(err):
+		return ApplyOutcome{AlreadyApplied: true}, nil
+	case apierrors.IsConflict(err):
+		return ApplyOutcome{Stale: true, StaleReason: "changed while being reverted"}, nil
+	case err != nil:
+		return ApplyOutcome{}, fmt.Errorf("delete %s: %w", describe(live), err)
+	}
+	return ApplyOutcome{Applied: true, SpecChanged: true}, nil
+}
+
+// restoreOps is the JSON patch that turns live into after: guarded by live's
+// resourceVersion, each top-level part that differs replaced whole, the labels and the
+// annotations (other profiles' ownership annotations kept), and the profile's
+// managedFields entry (index) removed when it has one.
+func restoreOps(live, after *unstructured.Unstructured, profile string, owned bool, index int) []map[string]any {
 	ops := []map[string]any{{"op": "test", "path": "/metadata/resourceVersion", "value": live.GetResourceVersion()}}
 	for k, v := range after.Object {
 		if k == "metadata" || k == "status" || k == "apiVersion" || k == "kind" || jsonEqual(v, live.Object[k]) {
@@ -460,6 +515,9 @@ func (e *Engine) revert(ctx context.Context, profile, manager string, item advis
 	for _, field := range []string{"labels", "annotations"} {
 		want, _, _ := unstructured.NestedStringMap(after.Object, "metadata", field)
 		have, _, _ := unstructured.NestedStringMap(live.Object, "metadata", field)
+		if want == nil {
+			want = map[string]string{}
+		}
 		if field == "annotations" {
 			// Ownership annotations are not part of what a revert item shows; the
 			// profile's own goes, the others stay.
@@ -469,29 +527,20 @@ func (e *Engine) revert(ctx context.Context, profile, manager string, item advis
 				}
 			}
 		}
-		if jsonEqual(toAny(want), toAny(have)) {
-			continue
-		}
-		ops = append(ops, map[string]any{"op": "add", "path": "/metadata/" + field, "value": want})
-	}
-	if owned {
-		if len(live.GetManagedFields()) == 1 {
-			ops = append(ops, map[string]any{"op": "replace", "path": "/metadata/managedFields", "value": []any{map[string]any{}}})
-		} else {
-			ops = append(ops, map[string]any{"op": "remove", "path": fmt.Sprintf("/metadata/managedFields/%d", index)})
+		if !jsonEqual(toAny(want), toAny(have)) {
+			ops = append(ops, map[string]any{"op": "add", "path": "/metadata/" + field, "value": want})
 		}
 	}
-	raw, err := json.Marshal(ops)
-	if err != nil {
-		return ApplyOutcome{}, err
+	switch {
+	case !owned:
+	case len(live.GetManagedFields()) == 1:
+		// The API server reads an empty managedFields list as "unchanged"; one empty entry
+		// is how a request clears them.
+		ops = append(ops, map[string]any{"op": "replace", "path": "/metadata/managedFields", "value": []any{map[string]any{}}})
+	default:
+		ops = append(ops, map[string]any{"op": "remove", "path": fmt.Sprintf("/metadata/managedFields/%d", index)})
 	}
-	if err := e.writer().Patch(ctx, live, client.RawPatch(types.JSONPatchType, raw), client.FieldOwner(restoringManager(*rec, paths))); err != nil {
-		if apierrors.IsConflict(err) || apierrors.IsInvalid(err) {
-			return ApplyOutcome{}, fmt.Errorf("revert %s: it changed while being reverted, retrying: %v", describe(live), err)
-		}
-		return ApplyOutcome{}, fmt.Errorf("revert %s: %w", describe(live), err)
-	}
-	return ApplyOutcome{Applied: true, SpecChanged: !jsonEqual(live.Object["spec"], after.Object["spec"])}, nil
+	return ops
 }
 
 // restoringManager is the field manager the restored values of paths are written under:

@@ -444,8 +444,12 @@ func (e *Engine) revert(ctx context.Context, profile, manager string, item advis
 	if optedOut(live) {
 		return ApplyOutcome{Unmanaged: true}, nil
 	}
+	if live == nil {
+		// Gone: deleted before a restart, or nothing is left to put back.
+		return ApplyOutcome{AlreadyApplied: true}, nil
+	}
 	_, index, owned := appliedFields(live, manager)
-	if live == nil || valuesHash(item.TargetRef, paths, live, false) == item.TargetHash && !owned {
+	if valuesHash(item.TargetRef, paths, live, false) == item.TargetHash && !owned {
 		// Reverted already (the write happened before a restart).
 		return ApplyOutcome{AlreadyApplied: true}, nil
 	}

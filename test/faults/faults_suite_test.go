@@ -1,10 +1,10 @@
 // Package faults proves that faults lose nothing: the manager binary is killed between an
-// apply and its status write, the API server is stopped and started again on the same
-// etcd, every status write is answered 409 once, the leader is killed while a standby
-// waits, and a target or the VirtPlatformConfig itself is deleted during execution. The
-// manager runs as the process it is in a cluster (bin/manager, with leader election) and
-// every assertion reads the API or the API server's audit log; each spec prints how many
-// server-side applies each target received.
+// apply and its status write, and on either side of a revert's writes, the API server is
+// stopped and started again on the same etcd, every status write is answered 409 once, the
+// leader is killed while a standby waits, and a target or the VirtPlatformConfig itself is
+// deleted during execution. The manager runs as the process it is in a cluster
+// (bin/manager, with leader election) and every assertion reads the API or the API
+// server's audit log; each spec prints the writes each target received.
 package faults
 
 import (

@@ -98,6 +98,19 @@ func (e *Engine) RecordReplaced(ctx context.Context, profile string, item adviso
 		}
 		rec.Fields = append(rec.Fields, f)
 	}
+	// A path recorded while its parent map was missing is the root of what the applies
+	// added there; a later apply that sets paths below it (the map exists now) moves the
+	// value applied at that root on too.
+	for i := range rec.Fields {
+		root, err := ParseFieldPath(rec.Fields[i].Path)
+		if err != nil {
+			return nil, fmt.Errorf("%w: status.replaced of %s: %v", ErrInvalidPlan, describeRef(rec.TargetRef), err)
+		}
+		if slices.ContainsFunc(paths, func(p FieldPath) bool { return len(p) > len(root) && slices.Equal(p[:len(root)], root) }) {
+			applied, _ := valueAt(desired.Object, root)
+			rec.Fields[i].AppliedHash = HashJSON(applied)
+		}
+	}
 	return out, nil
 }
 

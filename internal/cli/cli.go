@@ -1,5 +1,5 @@
 // Package cli implements `kubectl virt-advisor`, the kubectl plugin that shows, approves and
-// follows the plans of VirtPlatformConfigs.
+// follows the plans of VirtPlatformConfigs, and asks for their revert plans.
 package cli
 
 import (
@@ -141,6 +141,12 @@ A typical session:
   kubectl virt-advisor wait load-aware-rebalancing --for=ReviewRequired
   kubectl virt-advisor plan load-aware-rebalancing
   kubectl virt-advisor approve load-aware-rebalancing --hash <the plan hash shown>
+  kubectl virt-advisor wait load-aware-rebalancing --for=Completed
+
+To undo what a profile's executions changed, review and approve its revert plan:
+
+  kubectl virt-advisor revert load-aware-rebalancing
+  kubectl virt-advisor approve load-aware-rebalancing --hash <the revert plan hash shown>
   kubectl virt-advisor wait load-aware-rebalancing --for=Completed`,
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl " + PluginName},
 		SilenceUsage:  true,
@@ -159,6 +165,7 @@ A typical session:
 		newActionCommand(o, "ignore", advisorv1alpha1.ActionIgnore,
 			"Pause a profile: no plan, no writes to its targets, no drift handling"),
 		newWaitCommand(o),
+		newRevertCommand(o),
 		&cobra.Command{
 			Use:   "version",
 			Short: "Print the plugin's version",

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -58,6 +59,20 @@ func changes(it advisorv1alpha1.PlanItem) bool {
 		return true
 	}
 	return it.Change == advisorv1alpha1.ChangeValues || it.Change == advisorv1alpha1.ChangeOwnershipOnly
+}
+
+// isRevertItem tells whether an item belongs to a revert plan: it deletes a target the
+// profile created, or restores the values it replaced.
+func isRevertItem(it advisorv1alpha1.PlanItem) bool {
+	return it.Action == advisorv1alpha1.ItemActionRestore || it.Action == advisorv1alpha1.ItemActionDelete
+}
+
+// revertPlan tells whether the plan in status is a revert plan (spec.revert): it has a
+// Restore or Delete item, the config is Reverted, or the operator has acted on a spec that
+// asks for the revert.
+func revertPlan(vpc *advisorv1alpha1.VirtPlatformConfig) bool {
+	return slices.ContainsFunc(vpc.Status.Items, isRevertItem) || vpc.Status.Phase == advisorv1alpha1.PhaseReverted ||
+		(vpc.Spec.Revert && fresh(vpc))
 }
 
 // fresh tells whether the operator has acted on the latest spec.

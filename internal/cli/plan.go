@@ -28,6 +28,10 @@ func errNoPlan(vpc *advisorv1alpha1.VirtPlatformConfig) error {
 	case vpc.Spec.Action == advisorv1alpha1.ActionIgnore || vpc.Status.Phase == advisorv1alpha1.PhaseIgnored:
 		return fmt.Errorf("%s is Ignored (spec.action Ignore): it has no plan. Draft one with: kubectl %s dry-run %s",
 			name, PluginName, name)
+	case vpc.Status.Phase == advisorv1alpha1.PhaseReverted:
+		_, msg := reasonAndMessage(vpc)
+		return fmt.Errorf("%s is Reverted: %s. Draft the profile's plan again with: kubectl %s revert %s --cancel",
+			name, msg, PluginName, name)
 	case vpc.Status.Phase == advisorv1alpha1.PhasePrerequisiteFailed || vpc.Status.Phase == advisorv1alpha1.PhaseFailed:
 		_, msg := reasonAndMessage(vpc)
 		return fmt.Errorf("%s has no plan: it is %s: %s", name, vpc.Status.Phase, msg)
@@ -69,7 +73,12 @@ func (v planView) render(w io.Writer) (int, error) {
 	p := painter{on: v.color}
 	var b strings.Builder
 	reason, message := reasonAndMessage(vpc)
-	b.WriteString(p.bold(fmt.Sprintf("Plan of %s: phase %s, action %s, impact %s", vpc.Name,
+	revert := revertPlan(vpc)
+	what := "Plan"
+	if revert {
+		what = "Revert plan"
+	}
+	b.WriteString(p.bold(fmt.Sprintf("%s of %s: phase %s, action %s, impact %s", what, vpc.Name,
 		orDash(string(vpc.Status.Phase)), orDash(string(vpc.Spec.Action)), orDash(string(vpc.Status.ImpactSeverity)))) + "\n")
 	if reason != "" {
 		fmt.Fprintf(&b, "%s: %s\n", reason, sanitize(message))
@@ -87,17 +96,24 @@ func (v planView) render(w io.Writer) (int, error) {
 	}
 	b.WriteString("\n")
 	b.WriteString(p.bold("Plan hash: "+vpc.Status.PlanHash) + "\n")
+	what = strings.ToLower(what)
 	switch {
+	case vpc.Status.Phase == advisorv1alpha1.PhaseReverted:
+		fmt.Fprintf(&b, "Nothing of this profile is managed any more. To draft the profile's plan again, for review:\n"+
+			"  kubectl %s revert %s --cancel\n", PluginName, vpc.Name)
 	case changing == 0 && v.item != "":
 		fmt.Fprintf(&b, "Item %s changes nothing.\n", v.item)
 	case changing == 0:
-		b.WriteString("This plan changes nothing.\n")
+		fmt.Fprintf(&b, "This %s changes nothing.\n", what)
 	case approvalRequired(vpc):
-		fmt.Fprintf(&b, "%d item(s) change their target. To approve exactly this plan:\n  kubectl %s approve %s --hash %s\n",
-			changing, PluginName, vpc.Name, vpc.Status.PlanHash)
+		fmt.Fprintf(&b, "%d item(s) change their target. To approve exactly this %s:\n  kubectl %s approve %s --hash %s\n",
+			changing, what, PluginName, vpc.Name, vpc.Status.PlanHash)
 	default:
 		fmt.Fprintf(&b, "%d item(s) still change their target. Follow the rollout with: kubectl %s wait %s --for=Completed\n",
 			changing, PluginName, vpc.Name)
+	}
+	if revert && vpc.Status.Phase != advisorv1alpha1.PhaseReverted && v.item == "" {
+		fmt.Fprintf(&b, "To draft the profile's plan again instead: kubectl %s revert %s --cancel\n", PluginName, vpc.Name)
 	}
 	if _, err := io.WriteString(w, b.String()); err != nil {
 		return ExitError, err
@@ -110,10 +126,13 @@ func (v planView) render(w io.Writer) (int, error) {
 
 func (v planView) renderItem(b *strings.Builder, p painter, it advisorv1alpha1.PlanItem, pos, total int) {
 	header := fmt.Sprintf("Item %d/%d: %s", pos, total, it.Name)
-	if it.Action == advisorv1alpha1.ItemActionRelease {
-		header += " (release)"
+	if it.Action != "" && it.Action != advisorv1alpha1.ItemActionApply {
+		header += " (" + strings.ToLower(string(it.Action)) + ")"
 	}
 	b.WriteString(p.bold(header) + "\n")
+	if it.Action != "" && it.Action != advisorv1alpha1.ItemActionApply {
+		fmt.Fprintf(b, "  action:  %s: %s\n", it.Action, actionMeaning[it.Action])
+	}
 	fmt.Fprintf(b, "  state:   %s\n", orDash(string(it.State)))
 	fmt.Fprintf(b, "  impact:  %s\n", orDash(string(it.ImpactSeverity)))
 	fmt.Fprintf(b, "  target:  %s\n", sanitize(describeTarget(it.TargetRef)))
@@ -121,6 +140,10 @@ func (v planView) renderItem(b *strings.Builder, p painter, it advisorv1alpha1.P
 		fmt.Fprintf(b, "  message: %s\n", sanitize(it.Message))
 	}
 	for _, c := range it.Conflicts {
+		if isRevertItem(it) {
+			b.WriteString("  conflict: " + sanitize(revertConflict(c)) + "\n")
+			continue
+		}
 		fmt.Fprintf(b, "  conflict: %s is owned by %s with %s; the plan sets %s\n",
 			sanitize(c.Path), sanitize(c.Manager), orDash(sanitize(c.LiveValue)), orDash(sanitize(c.PlannedValue)))
 	}
@@ -138,6 +161,27 @@ func (v planView) renderItem(b *strings.Builder, p painter, it advisorv1alpha1.P
 			b.WriteString("\n")
 		}
 	}
+}
+
+// revertConflict says what a revert item puts back on a field that changed since the
+// apply it reverts.
+func revertConflict(c advisorv1alpha1.FieldConflict) string {
+	now := fmt.Sprintf("%s set it to %s", c.Manager, c.LiveValue)
+	if c.LiveValue == "" {
+		now = "it was removed"
+	}
+	back := "the revert puts back " + orDash(c.PlannedValue)
+	if c.PlannedValue == "(absent)" {
+		back = "the revert removes it, as it was absent before"
+	}
+	return fmt.Sprintf("%s changed since the apply (%s); %s", c.Path, now, back)
+}
+
+// actionMeaning says what approving an item of each action other than Apply does.
+var actionMeaning = map[advisorv1alpha1.ItemAction]string{
+	advisorv1alpha1.ItemActionRelease: "the target keeps its values; this profile's fields and marks are handed back",
+	advisorv1alpha1.ItemActionDelete:  "the target, which this profile created, is deleted",
+	advisorv1alpha1.ItemActionRestore: "the values this profile replaced are put back, the fields it added removed, its fields handed back",
 }
 
 // renderRollouts writes the disruption forecast: per MachineConfigPool, what approving
@@ -225,6 +269,10 @@ func newPlanCommand(o *Options) *cobra.Command {
 		Long: `Show the plan of a profile: each item with its state, impact, target, message, conflicts
 with other field managers and its unified diff (live object to the server-side-apply dry-run
 of what will be applied), followed by the plan hash that approve pins.
+
+A revert plan (see revert) is shown the same way, under the header "Revert plan": each item
+says its action (Delete, Restore or Release) and what approving it does, and its conflicts
+are the fields changed since the apply it reverts.
 
 Exit code: 0 when the plan changes nothing, 2 when it changes at least one target, 1 on error.`,
 		Example: `  kubectl virt-advisor plan load-aware-rebalancing

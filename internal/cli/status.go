@@ -20,6 +20,8 @@ type StatusRow struct {
 	Name             string    `json:"name"`
 	Profile          string    `json:"profile"`
 	Action           string    `json:"action"`
+	Revert           bool      `json:"revert"`
+	RevertPlan       bool      `json:"revertPlan"`
 	Phase            string    `json:"phase"`
 	Impact           string    `json:"impact"`
 	ItemsCompleted   int       `json:"itemsCompleted"`
@@ -39,6 +41,8 @@ func statusRow(vpc *advisorv1alpha1.VirtPlatformConfig, now time.Time) StatusRow
 		Name:             vpc.Name,
 		Profile:          string(vpc.Spec.Profile),
 		Action:           string(vpc.Spec.Action),
+		Revert:           vpc.Spec.Revert,
+		RevertPlan:       revertPlan(vpc),
 		Phase:            string(vpc.Status.Phase),
 		Impact:           string(vpc.Status.ImpactSeverity),
 		ItemsCompleted:   done,
@@ -91,7 +95,12 @@ func writeStatus(w io.Writer, rows []StatusRow, output string) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
 	_, _ = fmt.Fprintln(tw, "PROFILE\tACTION\tPHASE\tIMPACT\tITEMS\tREASON\tAGE")
 	for _, r := range rows {
-		_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", r.Name, orDash(r.Action), orDash(r.Phase), orDash(r.Impact),
+		action := orDash(r.Action)
+		if r.Revert {
+			// spec.revert: the config asks for (or ran) its revert plan.
+			action += "+revert"
+		}
+		_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", r.Name, action, orDash(r.Phase), orDash(r.Impact),
 			r.ItemsCompleted, r.ItemsTotal, orDash(r.Reason), r.Age)
 	}
 	return tw.Flush()
@@ -102,6 +111,9 @@ func newStatusCommand(o *Options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status [PROFILE]",
 		Short: "List every VirtPlatformConfig with its phase, impact, items done and the reason of its state",
+		Long: `List every VirtPlatformConfig with its action, phase, impact, items done and the reason of
+its state. The action of a config that asks for its revert plan (spec.revert) reads e.g.
+DryRun+revert; its phase is Reverted once the revert plan ran (or had nothing to do).`,
 		Example: `  kubectl virt-advisor status
   kubectl virt-advisor status load-aware-rebalancing -o json`,
 		Args: cobra.MaximumNArgs(1),

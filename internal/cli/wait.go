@@ -46,7 +46,9 @@ func reached(vpc *advisorv1alpha1.VirtPlatformConfig, target string) (bool, erro
 	}
 	switch target {
 	case ForCompleted:
-		return phase == advisorv1alpha1.PhaseCompleted || phase == advisorv1alpha1.PhaseCompletedWithUpgrade, nil
+		// An approved revert plan ends Reverted.
+		return phase == advisorv1alpha1.PhaseCompleted || phase == advisorv1alpha1.PhaseCompletedWithUpgrade ||
+			(phase == advisorv1alpha1.PhaseReverted && vpc.Spec.Revert), nil
 	case ForReviewRequired:
 		return phase == advisorv1alpha1.PhaseReviewRequired || approvalRequired(vpc), nil
 	case ForReady:
@@ -196,6 +198,10 @@ type waiter struct {
 	interval time.Duration
 	out      io.Writer
 	now      func() time.Time
+	// until decides whether the config is where it is waited for (reached with target
+	// unless set); goal says where that is, for the timeout (target unless set).
+	until func(*advisorv1alpha1.VirtPlatformConfig) (bool, error)
+	goal  string
 }
 
 func (w waiter) wait(ctx context.Context, timeout time.Duration) error {
@@ -208,13 +214,20 @@ func (w waiter) wait(ctx context.Context, timeout time.Duration) error {
 			_, _ = fmt.Fprintf(w.out, "%s %s\n", w.now().Format("15:04:05"), line)
 		}
 	}
+	until, goal := w.until, w.goal
+	if until == nil {
+		until = func(vpc *advisorv1alpha1.VirtPlatformConfig) (bool, error) { return reached(vpc, w.target) }
+	}
+	if goal == "" {
+		goal = "be " + w.target
+	}
 	var vpc *advisorv1alpha1.VirtPlatformConfig
 	for {
 		got, err := getConfig(ctx, w.c, w.name)
 		switch {
 		case err == nil:
 			vpc = got
-			done, failed := reached(vpc, w.target)
+			done, failed := until(vpc)
 			say(progress(vpc, w.target, readPools(ctx, w.c)))
 			if failed != nil {
 				return &ExitCodeError{Code: ExitError, Err: failed}
@@ -238,8 +251,8 @@ func (w waiter) wait(ctx context.Context, timeout time.Duration) error {
 					state += fmt.Sprintf(" (%s): %s", reason, msg)
 				}
 			}
-			return &ExitCodeError{Code: ExitError, Err: fmt.Errorf("timed out after %s waiting for %s to be %s; %s",
-				timeout, w.name, w.target, sanitize(state))}
+			return &ExitCodeError{Code: ExitError, Err: fmt.Errorf("timed out after %s waiting for %s to %s; %s",
+				timeout, w.name, goal, sanitize(state))}
 		case <-time.After(w.interval):
 		}
 	}
@@ -255,7 +268,7 @@ func newWaitCommand(o *Options) *cobra.Command {
 changes: the item being applied, what it waits for and, for a MachineConfig, how far its
 MachineConfigPool rolled out.
 
-  --for=Completed       the approved plan is applied (phase Completed)
+  --for=Completed       the approved plan is applied (phase Completed; Reverted for a revert plan)
   --for=ReviewRequired  a plan waits for an approval (a new plan, a drift correction, an upgrade)
   --for=Ready           the Ready condition is True: completed and in sync
 

@@ -29,6 +29,8 @@ func TestReached(t *testing.T) {
 	drifted.Status.Approval.Required = true
 	withErrors := completedConfig()
 	withErrors.Status.Phase = advisorv1alpha1.PhaseCompletedWithErrors
+	revertCancelled := revertedConfig()
+	revertCancelled.Spec.Revert = false
 
 	cases := []struct {
 		name    string
@@ -48,6 +50,10 @@ func TestReached(t *testing.T) {
 		{"failed, waiting for review", failed, ForReviewRequired, false, "is Failed"},
 		{"failed before the latest approval", staleFailed, ForCompleted, false, ""},
 		{"completed with errors", withErrors, ForCompleted, false, "is CompletedWithErrors"},
+		{"an approved revert plan ends Reverted", revertedConfig(), ForCompleted, true, ""},
+		{"a revert plan waits for review", revertReviewConfig(), ForReviewRequired, true, ""},
+		{"a revert plan waiting for review is not completed", revertReviewConfig(), ForCompleted, false, ""},
+		{"reverted, the revert cancelled, not observed", revertCancelled, ForCompleted, false, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

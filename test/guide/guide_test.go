@@ -74,6 +74,7 @@ var pageOrder = []string{
 	"alerts.md",
 	"troubleshooting.md",
 	"reboots.md",
+	"revert.md",
 	"uninstall.md",
 }
 

@@ -237,7 +237,8 @@ func (r *VirtPlatformConfigReconciler) applyItem(ctx context.Context, s *scope, 
 			"%s %s already holds the approved values of item %s (applied before a restart): not applied again", item.TargetRef.Kind, item.TargetRef.Name, item.Name)
 	case out.Applied && (plan.IsRevert(*item) || s.vpc.Spec.Revert):
 		metrics.Applied(true)
-		s.noteItem(item.Name, corev1.EventTypeNormal, advisorv1alpha1.EventItemReverted, "item %s: %s", item.Name, item.Message)
+		s.noteItem(item.Name, corev1.EventTypeNormal, advisorv1alpha1.EventItemReverted, "reverted %s %s (item %s, %s)",
+			item.TargetRef.Kind, item.TargetRef.Name, item.Name, strings.ToLower(string(item.Action)))
 	case out.Applied:
 		metrics.Applied(true)
 		s.noteItem(item.Name, corev1.EventTypeNormal, advisorv1alpha1.EventItemApplied, "applied item %s to %s %s", item.Name, item.TargetRef.Kind, item.TargetRef.Name)

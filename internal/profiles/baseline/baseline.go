@@ -70,19 +70,19 @@ const (
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigs,verbs=get;list;watch
-// +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigs,verbs=create;patch,resourceNames=90-worker-kubelet-swap;90-worker-iommu;90-worker-vfio-pci
+// +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigs,verbs=create;patch;delete,resourceNames=90-worker-kubelet-swap;90-worker-iommu;90-worker-vfio-pci
 // +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=kubeletconfigs,verbs=get;list;watch
-// +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=kubeletconfigs,verbs=create;patch,resourceNames=virt-advisor-kubelet
+// +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=kubeletconfigs,verbs=create;patch;delete,resourceNames=virt-advisor-kubelet
 // +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigpools,verbs=get;list;watch
 // +kubebuilder:rbac:groups=hco.kubevirt.io,resources=hyperconvergeds,verbs=get;list;watch
 // +kubebuilder:rbac:groups=hco.kubevirt.io,resources=hyperconvergeds,verbs=patch,resourceNames=kubevirt-hyperconverged
 // +kubebuilder:rbac:groups=remediation.medik8s.io,resources=nodehealthchecks,verbs=get;list;watch
-// +kubebuilder:rbac:groups=remediation.medik8s.io,resources=nodehealthchecks,verbs=create;patch,resourceNames=virt-advisor-worker-health
+// +kubebuilder:rbac:groups=remediation.medik8s.io,resources=nodehealthchecks,verbs=create;patch;delete,resourceNames=virt-advisor-worker-health
 // +kubebuilder:rbac:groups=self-node-remediation.medik8s.io,resources=selfnoderemediationtemplates,verbs=get;list;watch
 // +kubebuilder:rbac:groups=forklift.konveyor.io,resources=forkliftcontrollers,verbs=get;list;watch;patch
-// +kubebuilder:rbac:groups=forklift.konveyor.io,resources=forkliftcontrollers,verbs=create,resourceNames=forklift-controller
+// +kubebuilder:rbac:groups=forklift.konveyor.io,resources=forkliftcontrollers,verbs=create;delete,resourceNames=forklift-controller
 // +kubebuilder:rbac:groups=metallb.io,resources=metallbs,verbs=get;list;watch
-// +kubebuilder:rbac:groups=metallb.io,resources=metallbs,verbs=create;patch,resourceNames=metallb
+// +kubebuilder:rbac:groups=metallb.io,resources=metallbs,verbs=create;patch;delete,resourceNames=metallb
 
 // Profile is the platform-baseline profile.
 type Profile struct{}

@@ -42,7 +42,7 @@ const (
 // +kubebuilder:rbac:groups=hco.kubevirt.io,resources=hyperconvergeds,verbs=get;list;watch
 // +kubebuilder:rbac:groups=hco.kubevirt.io,resources=hyperconvergeds,verbs=patch,resourceNames=kubevirt-hyperconverged
 // +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigs,verbs=get;list;watch
-// +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigs,verbs=create;patch,resourceNames=90-worker-kubelet-swap
+// +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigs,verbs=create;patch;delete,resourceNames=90-worker-kubelet-swap
 // +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigpools,verbs=get;list;watch
 
 // Profile is the virt-higher-density profile.

@@ -50,9 +50,9 @@ const (
 // Reads and server-side applies (create or patch) of the targets, reads of what the plan
 // depends on; list and watch for the metadata-only drift and input watches.
 // +kubebuilder:rbac:groups=operator.openshift.io,resources=kubedeschedulers,verbs=get;list;watch
-// +kubebuilder:rbac:groups=operator.openshift.io,resources=kubedeschedulers,verbs=create;patch,resourceNames=cluster
+// +kubebuilder:rbac:groups=operator.openshift.io,resources=kubedeschedulers,verbs=create;patch;delete,resourceNames=cluster
 // +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigs,verbs=get;list;watch
-// +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigs,verbs=create;patch,resourceNames=99-worker-psi-karg;99-master-psi-karg
+// +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigs,verbs=create;patch;delete,resourceNames=99-worker-psi-karg;99-master-psi-karg
 // +kubebuilder:rbac:groups=machineconfiguration.openshift.io,resources=machineconfigpools,verbs=get;list;watch
 // +kubebuilder:rbac:groups=hco.kubevirt.io,resources=hyperconvergeds,verbs=get;list;watch
 

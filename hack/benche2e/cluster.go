@@ -11,12 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/tools/cache"
-	watchtools "k8s.io/client-go/tools/watch"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/kubevirt/virt-advisor-operator/test/poolsim"
 )
@@ -56,8 +52,7 @@ type cluster struct {
 	adminKubeconfig string
 
 	sim     *poolsim.Simulator
-	stopSim context.CancelFunc
-	simDone chan error
+	stopSim func() error
 
 	m *managerProc
 }
@@ -110,108 +105,47 @@ func newCluster(ctx context.Context, opts *options, name string, setup clusterSe
 }
 
 // startSimulator runs the pool simulator with renderDelay, creating workers Nodes if the
-// cluster has no worker, and waits until every pool is Updated on the rendered
-// configuration of its MachineConfigs with all its Nodes.
+// cluster has no worker, and waits until every pool has rolled out the configuration
+// rendered from its MachineConfigs to all its Nodes.
 func (c *cluster) startSimulator(ctx context.Context, renderDelay time.Duration, workers int) error {
-	out, err := os.Create(filepath.Join(c.dir, "poolsim.log"))
+	var err error
+	c.sim, c.stopSim, err = poolsim.RunLogged(ctx, c.cp.cfg, poolsim.Options{
+		RenderDelay: renderDelay, RebootTime: c.opts.rebootTime,
+	}, filepath.Join(c.dir, "poolsim.log"))
 	if err != nil {
-		return err
-	}
-	c.sim, err = poolsim.New(c.cp.cfg, poolsim.Options{
-		RenderDelay: renderDelay, RebootTime: c.opts.rebootTime, Out: out,
-	})
-	if err != nil {
-		_ = out.Close()
 		return err
 	}
 	existing, err := c.cp.dyn.Resource(nodeGVR).List(ctx, metav1.ListOptions{LabelSelector: workerRoleLabel})
 	if err != nil {
-		_ = out.Close()
 		return err
 	}
 	if len(existing.Items) == 0 && workers > 0 {
 		if _, err := c.sim.CreateNodes(ctx, "worker", workers); err != nil {
-			_ = out.Close()
 			return err
 		}
 	}
-	simCtx, stop := context.WithCancel(ctx)
-	c.stopSim, c.simDone = stop, make(chan error, 1)
-	go func() {
-		err := c.sim.Start(simCtx)
-		_ = out.Close()
-		c.simDone <- err
-	}()
+	reader, err := client.New(c.cp.cfg, client.Options{})
+	if err != nil {
+		return err
+	}
 	pools, err := c.cp.dyn.Resource(mcpGVR).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return err
 	}
 	for _, pool := range pools.Items {
-		if err := c.waitPoolUpdated(ctx, pool.GetName(), time.Minute); err != nil {
-			return err
+		var last error
+		rolledOut := func(ctx context.Context) (bool, error) {
+			last = poolsim.RolledOut(ctx, reader, pool.GetName())
+			return last == nil, nil
+		}
+		if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, rolledOut); err != nil {
+			return fmt.Errorf("MachineConfigPool %s did not roll out: %w", pool.GetName(), errors.Join(err, last))
 		}
 	}
 	return nil
 }
 
 const workerRoleLabel = "node-role.kubernetes.io/worker"
-
-// waitPoolUpdated waits until the pool reports every one of its Nodes updated to the
-// configuration its spec names.
-func (c *cluster) waitPoolUpdated(ctx context.Context, pool string, timeout time.Duration) error {
-	selector := metav1.ListOptions{LabelSelector: "node-role.kubernetes.io/" + pool}
-	nodes, err := c.cp.dyn.Resource(nodeGVR).List(ctx, selector)
-	if err != nil {
-		return err
-	}
-	want := int64(len(nodes.Items))
-	err = c.cp.waitFor(ctx, mcpGVR, pool, timeout, func(u *unstructured.Unstructured) bool {
-		spec, _, _ := unstructured.NestedString(u.Object, "spec", "configuration", "name")
-		status, _, _ := unstructured.NestedString(u.Object, "status", "configuration", "name")
-		machines, _, _ := unstructured.NestedInt64(u.Object, "status", "machineCount")
-		updated, _, _ := unstructured.NestedInt64(u.Object, "status", "updatedMachineCount")
-		return spec != "" && status == spec && machines == want && updated == want && conditionTrue(u, "Updated")
-	})
-	if err != nil {
-		return fmt.Errorf("MachineConfigPool %s did not report its %d node(s) Updated: %w", pool, want, err)
-	}
-	return nil
-}
-
-func conditionTrue(u *unstructured.Unstructured, kind string) bool {
-	conditions, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conditions {
-		m, _ := c.(map[string]any)
-		if m["type"] == kind {
-			return m["status"] == "True"
-		}
-	}
-	return false
-}
-
-// waitFor waits until the object name of the resource satisfies cond, from a watch.
-func (cp *controlPlane) waitFor(ctx context.Context, gvr schema.GroupVersionResource, name string,
-	timeout time.Duration, cond func(*unstructured.Unstructured) bool) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	ri := cp.dyn.Resource(gvr)
-	selector := fields.OneTermEqualSelector("metadata.name", name).String()
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = selector
-			return ri.List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = selector
-			return ri.Watch(ctx, o)
-		},
-	}
-	_, err := watchtools.UntilWithSync(ctx, lw, &unstructured.Unstructured{}, nil, func(ev watch.Event) (bool, error) {
-		u, ok := ev.Object.(*unstructured.Unstructured)
-		return ok && ev.Type != watch.Deleted && cond(u), nil
-	})
-	return err
-}
 
 // startManager starts the manager with the benchmark's flags and extra ones, and waits
 // for its /readyz, then for the settle time.
@@ -254,8 +188,7 @@ func (c *cluster) close(keep bool) {
 		c.m.stop()
 	}
 	if c.stopSim != nil {
-		c.stopSim()
-		if err := <-c.simDone; err != nil {
+		if err := c.stopSim(); err != nil {
 			logf("%s: the pool simulator stopped: %v", c.name, err)
 		}
 	}

@@ -52,11 +52,7 @@ func runNodeScale(ctx context.Context, opts *options, workers int) (res nodeScal
 	logf("%d worker Nodes (%d labels, %d bytes of labels and annotations each) created in %.1fs",
 		workers, res.labelsPerNode, res.metadataBytesPerNode, time.Since(start).Seconds())
 
-	vpc, _, err := readSample(filepath.Join(opts.root, "config", "samples", "baseline_sample.yaml"))
-	if err != nil {
-		return res, err
-	}
-	pw, err := newPhaseWatcher(ctx, c.cp.dyn, vpc.GetName())
+	vpc, pw, err := c.watchSample(ctx, "config/samples/baseline_sample.yaml")
 	if err != nil {
 		return res, err
 	}
@@ -69,13 +65,9 @@ func runNodeScale(ctx context.Context, opts *options, workers int) (res nodeScal
 	if err := c.startManager(ctx, "--pprof-bind-address="+pprof); err != nil {
 		return res, err
 	}
-	planStart := time.Now()
-	if err := c.cp.apply(ctx, vpc); err != nil {
-		return res, err
-	}
-	reviewAt, err := pw.until(ctx, stagePlan, opts.planTimeout)
+	planStart, reviewAt, err := c.plan(ctx, vpc, pw)
 	if err != nil {
-		return res, fmt.Errorf("plan stage: %w\nmanager log:\n%s", err, c.m.logTail())
+		return res, err
 	}
 	res.planSeconds = reviewAt.Sub(planStart).Seconds()
 	select {

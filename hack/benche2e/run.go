@@ -53,16 +53,7 @@ func runOnce(ctx context.Context, opts *options, pc profileCase, n int) (res run
 	}
 	defer func() { c.close(err != nil) }()
 
-	vpc, others, err := readSample(filepath.Join(opts.root, pc.sample))
-	if err != nil {
-		return res, err
-	}
-	for _, obj := range others {
-		if err := c.cp.apply(ctx, obj); err != nil {
-			return res, err
-		}
-	}
-	pw, err := newPhaseWatcher(ctx, c.cp.dyn, vpc.GetName())
+	vpc, pw, err := c.watchSample(ctx, pc.sample)
 	if err != nil {
 		return res, err
 	}
@@ -72,13 +63,9 @@ func runOnce(ctx context.Context, opts *options, pc profileCase, n int) (res run
 	}
 
 	// plan: server-side apply the sample, wait for ReviewRequired.
-	planStart := time.Now()
-	if err := c.cp.apply(ctx, vpc); err != nil {
-		return res, err
-	}
-	reviewAt, err := pw.until(ctx, stagePlan, opts.planTimeout)
+	planStart, reviewAt, err := c.plan(ctx, vpc, pw)
 	if err != nil {
-		return res, fmt.Errorf("plan stage: %w\nmanager log:\n%s", err, c.m.logTail())
+		return res, err
 	}
 	logf("%s: %s after %.3fs", pc.name, stagePlan, reviewAt.Sub(planStart).Seconds())
 
@@ -151,4 +138,38 @@ func readSample(path string) (vpc *unstructured.Unstructured, others []*unstruct
 		return nil, nil, fmt.Errorf("%s holds no VirtPlatformConfig", path)
 	}
 	return vpc, others, nil
+}
+
+// watchSample reads the sample (relative to the repository root), applies the objects it
+// holds besides its VirtPlatformConfig and opens the watch of the config's phase; the
+// config itself is not applied yet.
+func (c *cluster) watchSample(ctx context.Context, sample string) (*unstructured.Unstructured, *phaseWatcher, error) {
+	vpc, others, err := readSample(filepath.Join(c.opts.root, filepath.FromSlash(sample)))
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, obj := range others {
+		if err := c.cp.apply(ctx, obj); err != nil {
+			return nil, nil, err
+		}
+	}
+	pw, err := newPhaseWatcher(ctx, c.cp.dyn, vpc.GetName())
+	if err != nil {
+		return nil, nil, err
+	}
+	return vpc, pw, nil
+}
+
+// plan is the plan stage: it server-side applies the VirtPlatformConfig and waits until pw
+// sees it ReviewRequired. It returns when the apply started and when the phase came.
+func (c *cluster) plan(ctx context.Context, vpc *unstructured.Unstructured, pw *phaseWatcher) (
+	start, reviewAt time.Time, err error) {
+	start = time.Now()
+	if err := c.cp.apply(ctx, vpc); err != nil {
+		return start, reviewAt, err
+	}
+	if reviewAt, err = pw.until(ctx, stagePlan, c.opts.planTimeout); err != nil {
+		return start, reviewAt, fmt.Errorf("plan stage: %w\nmanager log:\n%s", err, c.m.logTail())
+	}
+	return start, reviewAt, nil
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -101,16 +100,7 @@ func runScenario(ctx context.Context, opts *options, sc scenario) (res scenarioR
 	var names []string
 	watchers := map[string]*phaseWatcher{}
 	for _, sample := range sc.samples {
-		vpc, others, err := readSample(filepath.Join(opts.root, sample))
-		if err != nil {
-			return res, err
-		}
-		for _, obj := range others {
-			if err := c.cp.apply(ctx, obj); err != nil {
-				return res, err
-			}
-		}
-		pw, err := newPhaseWatcher(ctx, c.cp.dyn, vpc.GetName())
+		vpc, pw, err := c.watchSample(ctx, sample)
 		if err != nil {
 			return res, err
 		}

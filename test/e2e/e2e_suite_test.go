@@ -41,7 +41,7 @@ var (
 	admin client.Client
 	// poolSimLog is the log of the pool simulator; stopPoolSimulator stops it.
 	poolSimLog        string
-	stopPoolSimulator func()
+	stopPoolSimulator func() error
 )
 
 func TestE2E(t *testing.T) {
@@ -95,7 +95,7 @@ var _ = BeforeSuite(func() {
 
 var _ = AfterSuite(func() {
 	if stopPoolSimulator != nil {
-		stopPoolSimulator()
+		Expect(stopPoolSimulator()).To(Succeed(), "the pool simulator stops")
 	}
 	if manager != nil && manager.Process != nil {
 		_ = manager.Process.Signal(os.Interrupt)

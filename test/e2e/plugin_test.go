@@ -78,7 +78,7 @@ func startPluginCluster(upstream ...string) *pluginCluster {
 
 	// Registered after the control plane's cleanup, so it stops before the control plane.
 	pc.poolSimLog = filepath.Join(dir, "poolsim.log")
-	var stopPools func()
+	var stopPools func() error
 	pc.pools, stopPools = startPoolSimulator(pluginEnv.Config, pc.poolSimLog)
 	DeferCleanup(stopPools)
 
@@ -178,11 +178,16 @@ func (pc *pluginCluster) jsonpath(resource, path string, extra ...string) string
 	return pc.kubectl(append([]string{"get", resource, "-o", "jsonpath=" + path}, extra...)...)
 }
 
-// createWorkers creates three Ready worker Nodes (worker-0 to worker-2), the worker pool's.
-func (pc *pluginCluster) createWorkers() {
+// setUpWorkerPool creates three Ready worker Nodes (worker-0 to worker-2) and the baseline
+// resources of a cluster without OpenShift, whose worker pool selects them, and waits until
+// the pool has rolled out.
+func (pc *pluginCluster) setUpWorkerPool() {
 	GinkgoHelper()
+	By("setting up the baseline resources of a cluster without OpenShift, with three workers")
 	_, err := pc.pools.CreateNodes(context.Background(), "worker", 3)
 	Expect(err).NotTo(HaveOccurred())
+	pc.kubectl("apply", "-f", testenv.Path("config", "samples", "mock_baseline_resources.yaml"))
+	pc.waitForWorkerPool()
 }
 
 // waitForWorkerPool waits until the worker pool has rolled out what its MachineConfigs hold.
@@ -245,10 +250,7 @@ var _ = Describe("An administrator with the kubectl virt-advisor plugin", Ordere
 
 	BeforeAll(func() {
 		pc = startPluginCluster()
-		By("setting up the baseline resources of a cluster without OpenShift, with three workers")
-		pc.createWorkers()
-		pc.kubectl("apply", "-f", testenv.Path("config", "samples", "mock_baseline_resources.yaml"))
-		pc.waitForWorkerPool()
+		pc.setUpWorkerPool()
 		By("pausing the worker pool: its nodes reboot when the spec that waits for them says so")
 		pc.holdWorkerPool()
 	})

@@ -22,10 +22,7 @@ var _ = Describe("An administrator approving all three profiles at once", Ordere
 
 	BeforeAll(func() {
 		pc = startPluginCluster()
-		By("setting up the baseline resources of a cluster without OpenShift, with three workers")
-		pc.createWorkers()
-		pc.kubectl("apply", "-f", testenv.Path("config", "samples", "mock_baseline_resources.yaml"))
-		pc.waitForWorkerPool()
+		pc.setUpWorkerPool()
 	})
 
 	It("approves the three plans within a second with the commands their statuses give; each reaches Completed without a second approval", func() {

@@ -105,7 +105,7 @@ func apiServerOutage(d time.Duration, whileDown func()) {
 	// The API server's graceful shutdown waits up to a minute for the watches open on it to
 	// end. The pool simulator, which runs in this process, is stopped for the outage, so that
 	// its watches do not hold the API server up, and started again with the API server.
-	stopPoolSimulator()
+	Expect(stopPoolSimulator()).To(Succeed(), "the pool simulator stops")
 	begin := time.Now()
 	stopped := make(chan error, 1)
 	go func() { stopped <- api.Stop() }()

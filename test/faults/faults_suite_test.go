@@ -50,7 +50,7 @@ var (
 	// poolSimLog is the log of the pool simulator, which plays the Machine Config Operator
 	// for the whole run; stopPoolSimulator stops it.
 	poolSimLog        string
-	stopPoolSimulator func()
+	stopPoolSimulator func() error
 )
 
 func TestFaults(t *testing.T) {
@@ -106,7 +106,7 @@ var _ = BeforeSuite(func() {
 
 var _ = AfterSuite(func() {
 	if stopPoolSimulator != nil {
-		stopPoolSimulator()
+		Expect(stopPoolSimulator()).To(Succeed(), "the pool simulator stops")
 	}
 	if env != nil {
 		Expect(env.Stop()).To(Succeed())

@@ -321,25 +321,16 @@ func (cp *controlPlane) startPoolSimulator(t *testing.T, cfg *rest.Config) {
 	// The simulator's informers log through controller-runtime; what the simulator does is
 	// in its own log.
 	ctrllog.SetLogger(logr.Discard())
-	log, err := os.Create(cp.poolSimLog)
+	sim, stop, err := poolsim.RunLogged(context.Background(), cfg, poolsim.Options{
+		RenderDelay: poolsim.DefaultRenderDelay, RebootTime: guideRebootTime,
+	}, cp.poolSimLog)
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
-	sim, err := poolsim.New(cfg, poolsim.Options{
-		RenderDelay: poolsim.DefaultRenderDelay, RebootTime: guideRebootTime, Out: log,
-	})
-	if err != nil {
-		t.Fatalf("%v", err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- sim.Start(ctx) }()
 	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
+		if err := stop(); err != nil {
 			t.Errorf("the pool simulator: %v", err)
 		}
-		_ = log.Close()
 	})
 	if _, err := sim.CreateNodes(context.Background(), "worker", guideWorkers); err != nil {
 		t.Fatalf("%v", err)

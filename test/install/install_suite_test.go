@@ -77,7 +77,7 @@ type controlPlane struct {
 	// helmHome keeps helm's cache, configuration and data out of the user's home.
 	helmHome string
 	// stopPoolSimulator stops the pool simulator rollOutWorkerPool started (nil: none).
-	stopPoolSimulator func()
+	stopPoolSimulator func() error
 }
 
 // startControlPlane starts a control plane with the CRDs of crdDirs installed, for the
@@ -100,7 +100,7 @@ func startControlPlane(crdDirs ...string) *controlPlane {
 	// Registered after the control plane's cleanup, so it runs before it.
 	DeferCleanup(func() {
 		if cp.stopPoolSimulator != nil {
-			cp.stopPoolSimulator()
+			Expect(cp.stopPoolSimulator()).To(Succeed(), "the pool simulator stops")
 		}
 	})
 	return cp
@@ -150,18 +150,13 @@ func (cp *controlPlane) rollOutWorkerPool() {
 	if cp.stopPoolSimulator != nil {
 		return
 	}
-	sim, err := poolsim.New(cp.config, poolsim.Options{
+	var err error
+	_, cp.stopPoolSimulator, err = poolsim.Run(context.Background(), cp.config, poolsim.Options{
 		RenderDelay: poolRenderDelay, RebootTime: poolRebootTime, Out: GinkgoWriter,
 	})
 	Expect(err).NotTo(HaveOccurred())
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- sim.Start(ctx) }()
-	cp.stopPoolSimulator = func() {
-		cancel()
-		Eventually(done).Should(Receive(BeNil()), "the pool simulator stops")
-	}
-	cp.kubectl("wait", "mcp/worker", "--for=condition=Updated", "--timeout=60s")
+	Eventually(func() error { return poolsim.RolledOut(context.Background(), cp.client, "worker") }).
+		WithTimeout(time.Minute).Should(Succeed())
 }
 
 // waitsForMachineConfigOperator tells whether an item's message says it waits for what the

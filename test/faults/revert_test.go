@@ -131,7 +131,7 @@ var _ = Describe("A manager killed with SIGKILL mid-revert", func() {
 				} else {
 					Expect(testenv.Read(ctx, k8s, mcGVK, psiKey)).NotTo(BeNil(), "the DELETE never reached the API server")
 				}
-				pool := testenv.Read(ctx, k8s, poolGVK, objectKey("worker"))
+				pool := testenv.Read(ctx, k8s, targets.MachineConfigPool.GVK, objectKey("worker"))
 				Expect(targets.PausedBy(pool)).To(Equal([]string{configName}), "the batch holds the pool's pause")
 				Expect(targets.PoolPaused(pool)).To(BeTrue())
 			case revertDeschedulerItem:
@@ -174,7 +174,7 @@ var _ = Describe("A manager killed with SIGKILL mid-revert", func() {
 			Expect(after.GetLabels()).To(Equal(before.GetLabels()))
 			Expect(after.GetAnnotations()).To(Equal(before.GetAnnotations()))
 			Expect(fieldManagers(after)).NotTo(ContainElement(plan.FieldManagerFor(string(advisorv1alpha1.ProfileLoadAwareRebalancing))))
-			pool := testenv.Read(ctx, k8s, poolGVK, objectKey("worker"))
+			pool := testenv.Read(ctx, k8s, targets.MachineConfigPool.GVK, objectKey("worker"))
 			Expect(targets.PoolPaused(pool)).To(BeFalse())
 			Expect(pool.GetAnnotations()).NotTo(HaveKey(targets.PausedByAnnotation))
 			Expect(workerPoolRolledOut()).To(Succeed())

@@ -34,7 +34,8 @@ const nodeScaleRendered = "rendered-worker-5f1c8d0b8a2e4c7f9d3b6a1e0c2f4a8d"
 // runNodeScale plans platform-baseline (config/samples/baseline_sample.yaml) on a cluster
 // of workers worker Nodes and measures the manager's memory once the plan waits for
 // review, when it watches the Nodes as an input. No pool simulator runs: nothing is
-// applied.
+// applied. With -pprof-dir it writes the heap profile taken then, and the one taken when
+// the heap in use peaked from the plan's start (heap-peak-<workers>-workers.pb.gz).
 func runNodeScale(ctx context.Context, opts *options, workers int) (res nodeScaleResult, err error) {
 	kind := nodeKind{role: "worker", mcoAnnotations: true, renderedConfig: nodeScaleRendered}
 	start := time.Now()
@@ -65,6 +66,11 @@ func runNodeScale(ctx context.Context, opts *options, workers int) (res nodeScal
 	if err := c.startManager(ctx, "--pprof-bind-address="+pprof); err != nil {
 		return res, err
 	}
+	var peak *peakSampler
+	if opts.pprofDir != "" {
+		peak = samplePeak(ctx, pprof, 100*time.Millisecond)
+		defer peak.stop()
+	}
 	planStart, reviewAt, err := c.plan(ctx, vpc, pw)
 	if err != nil {
 		return res, err
@@ -87,6 +93,13 @@ func runNodeScale(ctx context.Context, opts *options, workers int) (res nodeScal
 			return res, err
 		}
 		logf("heap profile of the manager with %d workers: %s", workers, path)
+		if inuse, profile := peak.stop(); profile != nil {
+			path = filepath.Join(opts.pprofDir, fmt.Sprintf("heap-peak-%d-workers.pb.gz", workers))
+			if err := os.WriteFile(path, profile, 0o644); err != nil {
+				return res, err
+			}
+			logf("heap profile of the manager with %d workers when its heap in use peaked at %.1f MiB: %s", workers, inuse, path)
+		}
 	}
 	logf("%d workers: ReviewRequired after %.2fs, peak RSS %.1f MiB, RSS after %.1f MiB, heap in use %.1f MiB",
 		workers, res.planSeconds, res.peakRSSMiB, res.rssAfterMiB, res.heapInuseMiB)
@@ -96,7 +109,12 @@ func runNodeScale(ctx context.Context, opts *options, workers int) (res nodeScal
 // heapInuse is HeapInuse of the manager's runtime.MemStats, in MiB, after a garbage
 // collection (the pprof heap endpoint's text form lists the MemStats).
 func heapInuse(ctx context.Context, addr string) (float64, error) {
-	body, err := get(ctx, "http://"+addr+"/debug/pprof/heap?gc=1&debug=1")
+	return heapInuseFrom(ctx, "http://"+addr+"/debug/pprof/heap?gc=1&debug=1")
+}
+
+// heapInuseFrom reads HeapInuse, in MiB, from the text form of a heap profile at url.
+func heapInuseFrom(ctx context.Context, url string) (float64, error) {
+	body, err := get(ctx, url)
 	if err != nil {
 		return 0, err
 	}
@@ -112,7 +130,63 @@ func heapInuse(ctx context.Context, addr string) (float64, error) {
 	if err := sc.Err(); err != nil {
 		return 0, err
 	}
-	return 0, fmt.Errorf("no HeapInuse in the heap profile of %s", addr)
+	return 0, fmt.Errorf("no HeapInuse in the heap profile %s", url)
+}
+
+// peakSampler reads the manager's heap in use every interval and keeps the heap profile
+// taken when it was highest. The profile's in-use figures are those of the garbage
+// collection before it: what was live as the heap grew to its peak. The sampling's own
+// requests cost the manager some memory, so a case run with -pprof-dir reads a little
+// higher than one without.
+type peakSampler struct {
+	cancel  context.CancelFunc
+	done    chan struct{}
+	inuse   float64
+	profile []byte
+}
+
+func samplePeak(ctx context.Context, addr string, interval time.Duration) *peakSampler {
+	ctx, cancel := context.WithCancel(ctx)
+	p := &peakSampler{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			inuse, err := heapInuseNow(ctx, addr)
+			if err != nil || inuse <= p.inuse {
+				continue
+			}
+			body, err := get(ctx, "http://"+addr+"/debug/pprof/heap")
+			if err != nil {
+				continue
+			}
+			profile, err := io.ReadAll(body)
+			_ = body.Close()
+			if err == nil {
+				p.inuse, p.profile = inuse, profile
+			}
+		}
+	}()
+	return p
+}
+
+// stop ends the sampling and returns the highest heap in use seen, in MiB, and the
+// profile taken then.
+func (p *peakSampler) stop() (float64, []byte) {
+	p.cancel()
+	<-p.done
+	return p.inuse, p.profile
+}
+
+// heapInuseNow is HeapInuse of the manager's runtime.MemStats, in MiB, as it is.
+func heapInuseNow(ctx context.Context, addr string) (float64, error) {
+	return heapInuseFrom(ctx, "http://"+addr+"/debug/pprof/heap?debug=1")
 }
 
 // saveHeapProfile writes the manager's heap profile (for go tool pprof) to path.

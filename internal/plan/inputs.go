@@ -1,13 +1,16 @@
 package plan
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"reflect"
 	"sort"
+	"strings"
 	"sync"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -61,8 +64,10 @@ type readKey struct {
 type readEntry struct {
 	once sync.Once
 	// obj is what was read, never handed out itself (readers get copies); nil with notFound
-	// for an object that does not exist.
-	obj      runtime.Object
+	// for an object that does not exist, and for a list kept as nodes.
+	obj runtime.Object
+	// nodes is what was read of a metadata-only list of Nodes.
+	nodes    *nodeList
 	notFound bool
 	err      error
 }
@@ -120,79 +125,171 @@ func (r *Recorder) Get(ctx context.Context, key client.ObjectKey, obj client.Obj
 }
 
 // List implements client.Reader; only the namespace option is honoured for recording.
-// What is kept of the items, and handed to readers, is reduced as keepOfItems says.
+// What is kept of the items, and handed to readers, is reduced as keepOfItems says; of a
+// metadata-only list of Nodes, their names and labels (see nodeList). A reader that only
+// looks at one item at a time should use ListEach, which never builds the whole list.
 func (r *Recorder) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	gvk, err := gvkOf(list)
+	gvk, e, err := r.readList(ctx, list, opts)
 	if err != nil {
 		return err
+	}
+	if e.nodes != nil {
+		whole := e.nodes.list(gvk)
+		if l, ok := list.(*metav1.PartialObjectMetadataList); ok {
+			*l = *whole
+			return nil
+		}
+		return copyInto(whole, list, gvk)
+	}
+	return copyInto(e.obj, list, gvk)
+}
+
+// ItemLister is a reader that hands out the items of a list one at a time.
+type ItemLister interface {
+	// ListEach reads the list as List does and calls each on its items in turn, in the
+	// order List has them. Each item is the caller's own; list only says what to read.
+	ListEach(ctx context.Context, list client.ObjectList, each func(client.Object) error, opts ...client.ListOption) error
+}
+
+// ListEach reads a list through reader and calls each on its items in turn: through an
+// ItemLister one item at a time, through any other reader after one List.
+func ListEach(ctx context.Context, reader client.Reader, list client.ObjectList, each func(client.Object) error,
+	opts ...client.ListOption) error {
+	if l, ok := reader.(ItemLister); ok {
+		return l.ListEach(ctx, list, each, opts...)
+	}
+	fresh := list.DeepCopyObject().(client.ObjectList)
+	if err := reader.List(ctx, fresh, opts...); err != nil {
+		return err
+	}
+	return eachItem(fresh, each)
+}
+
+var _ ItemLister = (*Recorder)(nil)
+
+// ListEach implements ItemLister. A metadata-only list of Nodes is handed out from the
+// record one Node at a time, never whole.
+func (r *Recorder) ListEach(ctx context.Context, list client.ObjectList, each func(client.Object) error,
+	opts ...client.ListOption) error {
+	gvk, e, err := r.readList(ctx, list, opts)
+	if err != nil {
+		return err
+	}
+	if _, ok := list.(*metav1.PartialObjectMetadataList); ok && e.nodes != nil {
+		return e.nodes.each(gvk, each)
+	}
+	fresh := list.DeepCopyObject().(client.ObjectList)
+	if err := r.List(ctx, fresh, opts...); err != nil {
+		return err
+	}
+	return eachItem(fresh, each)
+}
+
+func eachItem(list client.ObjectList, each func(client.Object) error) error {
+	return apimeta.EachListItem(list, func(o runtime.Object) error {
+		obj, ok := o.(client.Object)
+		if !ok {
+			return fmt.Errorf("list item %T is not an object", o)
+		}
+		return each(obj)
+	})
+}
+
+// readList reads a list once for every reader, returning its kind and its record.
+func (r *Recorder) readList(ctx context.Context, list client.ObjectList, opts []client.ListOption) (schema.GroupVersionKind, *readEntry, error) {
+	gvk, err := gvkOf(list)
+	if err != nil {
+		return gvk, nil, err
 	}
 	lo := &client.ListOptions{}
 	lo.ApplyOptions(opts)
 	e := r.entry(readKey{GVK: gvk, Namespace: lo.Namespace, List: true})
 	e.once.Do(func() {
-		fresh := list.DeepCopyObject().(client.ObjectList)
 		// A caller that pages itself gets the page it asked for.
 		paged := lo.Limit == 0 && lo.Continue == ""
-		if e.err = r.readList(ctx, fresh, gvk, opts, paged); e.err == nil {
-			e.obj = fresh
-		}
+		e.err = r.record(ctx, e, list, gvk, opts, paged)
 	})
-	if e.err != nil {
-		return e.err
-	}
-	return copyInto(e.obj, list, gvk)
+	return gvk, e, e.err
 }
 
 // listPageSize is how many objects one list request asks for: a list of thousands of
-// Nodes is read a page at a time, each page reduced (keepOfItems) before the next arrives,
-// so the full responses never sit in memory together.
-const listPageSize = 100
+// Nodes is read a page at a time, each page reduced (keepOfItems, or to a nodeList) before
+// the next arrives, so the full responses never sit in memory together. A page of Nodes
+// with their Node Feature Discovery labels, annotations and managedFields is the largest
+// thing a draft holds: small pages keep the operator's memory nearly flat as Nodes grow,
+// for a request per 25 Nodes.
+const listPageSize = 25
 
-// readList reads the list into fresh, page by page when paged (else in one request),
-// keeping of each item what keepOfItems says.
-func (r *Recorder) readList(ctx context.Context, fresh client.ObjectList, gvk schema.GroupVersionKind,
+var nodeGroupKind = schema.GroupKind{Kind: "Node"}
+
+// record reads the list into e, page by page when paged (else in one request): a
+// metadata-only list of Nodes as a nodeList, any other as a list of what keepOfItems keeps
+// of its items.
+func (r *Recorder) record(ctx context.Context, e *readEntry, list client.ObjectList, gvk schema.GroupVersionKind,
 	opts []client.ListOption, paged bool) error {
 	item := gvk.GroupVersion().WithKind(trimListSuffix(gvk.Kind))
-	if !paged {
-		if err := r.reader.List(ctx, fresh, opts...); err != nil {
-			return err
-		}
-		return keepOfItems(fresh, item, newInterner())
+	_, metadataOnly := list.(*metav1.PartialObjectMetadataList)
+	var nodes *nodeList
+	if metadataOnly && item.GroupKind() == nodeGroupKind {
+		nodes = newNodeList()
 	}
 	intern := newInterner()
 	var items []runtime.Object
-	var resourceVersion string
+	// The record carries the resourceVersion of the first page, and a continue token only
+	// when the caller asked for one page.
+	var resourceVersion, cont string
 	for next := ""; ; {
-		page := fresh.DeepCopyObject().(client.ObjectList)
-		err := r.reader.List(ctx, page, append(opts[:len(opts):len(opts)], client.Limit(listPageSize), client.Continue(next))...)
+		page := list.DeepCopyObject().(client.ObjectList)
+		pageOpts := opts
+		if paged {
+			pageOpts = append(opts[:len(opts):len(opts)], client.Limit(listPageSize), client.Continue(next))
+		}
+		err := r.reader.List(ctx, page, pageOpts...)
 		if err != nil && next != "" && apierrors.IsResourceExpired(err) {
 			// The snapshot the pages come from is gone: read it whole instead.
-			return r.readList(ctx, fresh, gvk, opts, false)
+			return r.record(ctx, e, list, gvk, opts, false)
 		}
 		if err != nil {
 			return err
 		}
-		if err := keepOfItems(page, item, intern); err != nil {
-			return err
-		}
-		if err := apimeta.EachListItem(page, func(o runtime.Object) error {
-			items = append(items, o)
-			return nil
-		}); err != nil {
-			return err
+		if nodes != nil {
+			if err := nodes.add(page); err != nil {
+				return err
+			}
+		} else {
+			if err := keepOfItems(page, item, intern); err != nil {
+				return err
+			}
+			if err := apimeta.EachListItem(page, func(o runtime.Object) error {
+				items = append(items, o)
+				return nil
+			}); err != nil {
+				return err
+			}
 		}
 		if next == "" {
 			resourceVersion = page.GetResourceVersion()
+		}
+		if !paged {
+			cont = page.GetContinue()
+			break
 		}
 		if next = page.GetContinue(); next == "" {
 			break
 		}
 	}
+	if nodes != nil {
+		nodes.resourceVersion, nodes.cont = resourceVersion, cont
+		e.nodes = nodes
+		return nil
+	}
+	fresh := list.DeepCopyObject().(client.ObjectList)
 	if err := apimeta.SetList(fresh, items); err != nil {
 		return err
 	}
 	fresh.SetResourceVersion(resourceVersion)
-	fresh.SetContinue("")
+	fresh.SetContinue(cont)
+	e.obj = fresh
 	return nil
 }
 
@@ -363,6 +460,8 @@ func (r *Recorder) Inputs(targets []advisorv1alpha1.TargetReference) ([]advisorv
 		fp := fingerprint{Ref: ref, Exists: !e.notFound}
 		switch {
 		case e.notFound:
+		case e.nodes != nil:
+			fp.Value = e.nodes.fingerprint(k.GVK, isTarget)
 		case k.List:
 			if entries, ok := listFingerprint(k.GVK, e.obj, isTarget); ok {
 				fp.Value = entries
@@ -391,6 +490,32 @@ type listEntry struct {
 // listEntries are the entries of a list read, sorted by key.
 type listEntries []listEntry
 
+// listValue is the value of a list's fingerprint: its entries, which encodeEntries hands
+// to write one at a time, each after its separating comma, as a JSON array of listEntry
+// has them.
+type listValue interface {
+	encodeEntries(write func([]byte))
+}
+
+func (l listEntries) encodeEntries(write func([]byte)) {
+	for j, e := range l {
+		if j > 0 {
+			write([]byte(","))
+		}
+		write(mustJSON(e))
+	}
+}
+
+// mustJSON is the JSON of v, which is built from decoded objects: as in HashJSON, one
+// that cannot be encoded is a programming error.
+func mustJSON(v any) []byte {
+	data, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("hash: cannot encode %T: %v", v, err))
+	}
+	return data
+}
+
 // inputsHash is HashJSON(prints), encoded one fingerprint, and one entry of a list, at a
 // time: the JSON of thousands of Nodes' labels is never held whole.
 func inputsHash(prints []fingerprint) string {
@@ -398,37 +523,25 @@ func inputsHash(prints []fingerprint) string {
 		return HashJSON(prints)
 	}
 	h := sha256.New()
-	write := func(v any) {
-		data, err := json.Marshal(v)
-		if err != nil {
-			// As in HashJSON: every value here is built from decoded objects.
-			panic(fmt.Sprintf("hash: cannot encode %T: %v", v, err))
-		}
-		_, _ = h.Write(data)
-	}
-	text := func(s string) { _, _ = h.Write([]byte(s)) }
+	write := func(data []byte) { _, _ = h.Write(data) }
+	text := func(s string) { write([]byte(s)) }
 	text("[")
 	for i, fp := range prints {
 		if i > 0 {
 			text(",")
 		}
-		entries, ok := fp.Value.(listEntries)
+		entries, ok := fp.Value.(listValue)
 		if !ok {
-			write(fp)
+			write(mustJSON(fp))
 			continue
 		}
 		// The encoding of fingerprint with a slice Value.
 		text(`{"ref":`)
-		write(fp.Ref)
+		write(mustJSON(fp.Ref))
 		text(`,"exists":`)
-		write(fp.Exists)
+		write(mustJSON(fp.Exists))
 		text(`,"value":[`)
-		for j, e := range entries {
-			if j > 0 {
-				text(",")
-			}
-			write(e)
-		}
+		entries.encodeEntries(write)
 		text("]}")
 	}
 	text("]")
@@ -497,4 +610,184 @@ func trimListSuffix(kind string) string {
 		return kind[:len(kind)-4]
 	}
 	return kind
+}
+
+// nodeList is what the recorder keeps of a metadata-only list of Nodes: what a plan may
+// depend on of a Node is its name and its labels (see inputFingerprint), and thousands of
+// Nodes carry the same few hundred Node Feature Discovery labels. So each distinct label
+// (key and value) is kept once, and a Node is its name and the numbers of its labels: the
+// labels of a page of Nodes never outlive the page.
+type nodeList struct {
+	resourceVersion, cont string
+	// labels are the distinct labels, by number; numbers finds a label's number.
+	labels  []label
+	numbers map[label]uint32
+	items   []nodeItem
+}
+
+type label struct{ key, value string }
+
+// nodeItem is one Node: its name, and the numbers of its labels in the order of their
+// keys, as varints: how many, then each one's difference from the one before. Labels are
+// numbered as they are first seen, so the Nodes after the first mostly repeat its
+// numbers, a byte each.
+type nodeItem struct {
+	name   string
+	labels []byte
+}
+
+func newNodeList() *nodeList { return &nodeList{numbers: map[label]uint32{}} }
+
+// add records the Nodes of a page.
+func (l *nodeList) add(page client.ObjectList) error {
+	metadata, ok := page.(*metav1.PartialObjectMetadataList)
+	if !ok {
+		return fmt.Errorf("a page of Nodes is a %T, not metadata", page)
+	}
+	keys := make([]string, 0, 256)
+	var buf []byte
+	for i := range metadata.Items {
+		m := &metadata.Items[i].ObjectMeta
+		keys = keys[:0]
+		for k := range m.Labels {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		buf = binary.AppendUvarint(buf[:0], uint64(len(keys)))
+		previous := int64(0)
+		for _, k := range keys {
+			n := int64(l.number(label{key: k, value: m.Labels[k]}))
+			buf = binary.AppendVarint(buf, n-previous)
+			previous = n
+		}
+		l.items = append(l.items, nodeItem{name: strings.Clone(m.Name), labels: bytes.Clone(buf)})
+	}
+	return nil
+}
+
+// number is the label's number, given on first sight; the strings kept are copies, so no
+// part of a page's response stays behind.
+func (l *nodeList) number(lb label) uint32 {
+	if n, ok := l.numbers[lb]; ok {
+		return n
+	}
+	lb = label{key: strings.Clone(lb.key), value: strings.Clone(lb.value)}
+	n := uint32(len(l.labels))
+	l.labels = append(l.labels, lb)
+	l.numbers[lb] = n
+	return n
+}
+
+// labelCount is how many labels the Node has.
+func (it nodeItem) labelCount() int {
+	count, _ := binary.Uvarint(it.labels)
+	return int(count)
+}
+
+// eachLabel calls fn with the number of each of the Node's labels, in the order of their
+// keys.
+func (it nodeItem) eachLabel(fn func(number uint32)) {
+	_, read := binary.Uvarint(it.labels)
+	n := int64(0)
+	for rest := it.labels[read:]; len(rest) > 0; rest = rest[read:] {
+		var delta int64
+		delta, read = binary.Varint(rest)
+		n += delta
+		fn(uint32(n))
+	}
+}
+
+// node is Node i as a reader gets it: its name and its labels.
+func (l *nodeList) node(i int, gvk schema.GroupVersionKind) metav1.PartialObjectMetadata {
+	it := l.items[i]
+	n := metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: it.name}}
+	n.SetGroupVersionKind(gvk)
+	if count := it.labelCount(); count > 0 {
+		n.Labels = make(map[string]string, count)
+		it.eachLabel(func(number uint32) {
+			lb := l.labels[number]
+			n.Labels[lb.key] = lb.value
+		})
+	}
+	return n
+}
+
+// list is the whole list, of kind listGVK.
+func (l *nodeList) list(listGVK schema.GroupVersionKind) *metav1.PartialObjectMetadataList {
+	out := &metav1.PartialObjectMetadataList{Items: make([]metav1.PartialObjectMetadata, len(l.items))}
+	out.SetGroupVersionKind(listGVK)
+	out.ResourceVersion, out.Continue = l.resourceVersion, l.cont
+	item := listGVK.GroupVersion().WithKind(trimListSuffix(listGVK.Kind))
+	for i := range l.items {
+		out.Items[i] = l.node(i, item)
+	}
+	return out
+}
+
+// each hands the Nodes to each, one at a time.
+func (l *nodeList) each(listGVK schema.GroupVersionKind, each func(client.Object) error) error {
+	item := listGVK.GroupVersion().WithKind(trimListSuffix(listGVK.Kind))
+	for i := range l.items {
+		n := l.node(i, item)
+		if err := each(&n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fingerprint is listFingerprint of the Nodes: an entry per Node, sorted by key, whose
+// value is its labels (nil without any), or nil for a plan's own target.
+func (l *nodeList) fingerprint(listGVK schema.GroupVersionKind, isTarget map[readKey]bool) nodeEntries {
+	item := listGVK.GroupVersion().WithKind(trimListSuffix(listGVK.Kind))
+	order := make([]int, len(l.items))
+	for i := range order {
+		order[i] = i
+	}
+	sort.Slice(order, func(i, j int) bool { return l.items[order[i]].name < l.items[order[j]].name })
+	return nodeEntries{list: l, order: order, item: item, isTarget: isTarget}
+}
+
+// nodeEntries are the entries of a nodeList's fingerprint, encoded as listEntries of the
+// same Nodes would be.
+type nodeEntries struct {
+	list     *nodeList
+	order    []int
+	item     schema.GroupVersionKind
+	isTarget map[readKey]bool
+}
+
+func (n nodeEntries) encodeEntries(write func([]byte)) {
+	// Each label as a member of a JSON object, encoded once.
+	members := make([][]byte, len(n.list.labels))
+	for i, lb := range n.list.labels {
+		members[i] = append(append(mustJSON(lb.key), ':'), mustJSON(lb.value)...)
+	}
+	var buf []byte
+	for j, i := range n.order {
+		it := n.list.items[i]
+		// The key of listEntry: "<namespace>/<name>", and a Node has no namespace.
+		key := mustJSON("/" + it.name)
+		buf = buf[:0]
+		if j > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(append(append(buf, `{"key":`...), key...), `,"value":`...)
+		switch {
+		case n.isTarget[readKey{GVK: n.item, Name: it.name}], it.labelCount() == 0:
+			buf = append(buf, "null"...)
+		default:
+			buf = append(buf, '{')
+			first := true
+			it.eachLabel(func(number uint32) {
+				if !first {
+					buf = append(buf, ',')
+				}
+				first = false
+				buf = append(buf, members[number]...)
+			})
+			buf = append(buf, '}')
+		}
+		write(append(buf, '}'))
+	}
 }

@@ -2,7 +2,9 @@ package plan_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"runtime"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -11,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
 	"github.com/kubevirt/virt-advisor-operator/internal/plan"
 )
 
@@ -214,5 +217,120 @@ func TestRecorderLeavesPagingToAReaderThatAsksForAPage(t *testing.T) {
 	}
 	if len(list.Items) != 10 || list.Continue != "from-10" || reader.requests != 1 {
 		t.Errorf("got %d Nodes, continue %q in %d requests; want the page of 10 with its continue token", len(list.Items), list.Continue, reader.requests)
+	}
+}
+
+// wholeNodesReader serves the Nodes of a pagingReader as whole objects, in one list.
+type wholeNodesReader struct {
+	client.Reader
+	nodes []metav1.PartialObjectMetadata
+}
+
+func (w wholeNodesReader) List(_ context.Context, list client.ObjectList, _ ...client.ListOption) error {
+	l := list.(*unstructured.UnstructuredList)
+	for _, n := range w.nodes {
+		u := unstructured.Unstructured{}
+		u.SetAPIVersion("v1")
+		u.SetKind("Node")
+		u.SetName(n.Name)
+		u.SetLabels(n.Labels)
+		u.Object["status"] = map[string]any{"capacity": map[string]any{"cpu": "64"}}
+		l.Items = append(l.Items, u)
+	}
+	return nil
+}
+
+// Nodes count the same for the inputs hash whether they are read metadata-only or whole,
+// a plan's own target Node by its existence only.
+func TestInputsHashOfNodesIsTheSameReadMetadataOnlyOrWhole(t *testing.T) {
+	nodes := newPagingReader().nodes
+	targets := []advisorv1alpha1.TargetReference{{APIVersion: "v1", Kind: "Node", Name: "worker-0003"}}
+
+	metadataOnly := plan.NewRecorder(&pagingReader{nodes: nodes})
+	listNodes(t, metadataOnly)
+	_, metadataHash := metadataOnly.Inputs(targets)
+
+	whole := plan.NewRecorder(wholeNodesReader{nodes: nodes})
+	list := &unstructured.UnstructuredList{}
+	list.SetAPIVersion("v1")
+	list.SetKind("NodeList")
+	if err := whole.List(context.Background(), list); err != nil {
+		t.Fatal(err)
+	}
+	_, wholeHash := whole.Inputs(targets)
+	if metadataHash != wholeHash {
+		t.Errorf("inputs hash %s of the Nodes read metadata-only, %s of the same Nodes read whole", metadataHash, wholeHash)
+	}
+	_, untargeted := metadataOnly.Inputs(nil)
+	if untargeted == metadataHash {
+		t.Error("the inputs hash is the same whether a Node is a target or not: its labels should not count as a target")
+	}
+}
+
+// ListEach hands every listed Node, with its labels, to the caller one at a time, in the
+// order of the list; a second reader gets the same Nodes without a second read.
+func TestRecorderHandsOutListedNodesOneAtATime(t *testing.T) {
+	reader := newPagingReader()
+	rec := plan.NewRecorder(reader)
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "NodeList"})
+	var names []string
+	intel := 0
+	each := func(o client.Object) error {
+		names = append(names, o.GetName())
+		if o.GetLabels()["feature.node.kubernetes.io/cpu-model.vendor_id"] == "Intel" {
+			intel++
+		}
+		return nil
+	}
+	if err := plan.ListEach(context.Background(), rec, list, each, client.HasLabels{"node-role.kubernetes.io/worker"}); err != nil {
+		t.Fatal(err)
+	}
+	requests := reader.requests
+	if len(names) != 1201 || names[0] != "worker-0000" || names[1200] != "worker-1200" || intel != 1200 {
+		t.Fatalf("ListEach handed out %d Nodes (first %q), %d of them Intel; want the 1,201 in order, 1,200 Intel", len(names), names[0], intel)
+	}
+	if len(list.Items) != 0 {
+		t.Errorf("ListEach filled the caller's list with %d Nodes, want none", len(list.Items))
+	}
+	whole := listNodes(t, rec)
+	if reader.requests != requests || len(whole.Items) != 1201 || whole.Items[5].Labels["kubernetes.io/hostname"] != "worker-0005" {
+		t.Errorf("List after ListEach: %d more requests, %d Nodes; want none and the same 1,201 with their labels",
+			reader.requests-requests, len(whole.Items))
+	}
+	stop := errors.New("stop")
+	if err := rec.ListEach(context.Background(), list, func(client.Object) error { return stop }); !errors.Is(err, stop) {
+		t.Errorf("ListEach returned %v, want the error of the caller's function", err)
+	}
+}
+
+// A listed Node that is not read again takes the recorder little room: its name and a
+// number for each of its labels, the labels themselves shared by every Node.
+func TestRecorderKeepsListedNodesInLittleRoom(t *testing.T) {
+	const nodes, sharedLabels = 2000, 200
+	reader := &pagingReader{}
+	for i := range nodes {
+		labels := map[string]string{"kubernetes.io/hostname": fmt.Sprintf("worker-%04d", i)}
+		for j := range sharedLabels {
+			labels[fmt.Sprintf("feature.node.kubernetes.io/cpu-cpuid.FLAG%03d", j)] = "true"
+		}
+		reader.nodes = append(reader.nodes, metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
+			Name: fmt.Sprintf("worker-%04d", i), Labels: labels}})
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	rec := plan.NewRecorder(reader)
+	if err := plan.ListEach(context.Background(), rec, &metav1.PartialObjectMetadataList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "NodeList"}},
+		func(client.Object) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(rec)
+	// 200 labels as a map take about 8 KiB a Node.
+	perNode := (int64(after.HeapAlloc) - int64(before.HeapAlloc)) / nodes
+	if perNode > 1<<10 {
+		t.Errorf("the recorder keeps %d bytes a listed Node of %d labels, want under 1 KiB", perNode, sharedLabels+1)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
 	"github.com/kubevirt/virt-advisor-operator/internal/nodeconfig"
+	"github.com/kubevirt/virt-advisor-operator/internal/plan"
 	"github.com/kubevirt/virt-advisor-operator/internal/targets"
 )
 
@@ -133,18 +134,19 @@ func ReadInputs(ctx context.Context, reader client.Reader, o *advisorv1alpha1.Pl
 }
 
 // readFacts lists the worker nodes metadata-only: labels are all the profile needs, and a
-// cluster with thousands of nodes must not bring their status into the operator.
+// cluster with thousands of nodes must not bring their status into the operator. The
+// nodes are counted one at a time: only the counts are kept.
 func readFacts(ctx context.Context, reader client.Reader) (Facts, error) {
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NodeList"))
-	if err := reader.List(ctx, list, client.HasLabels{nodeconfig.WorkerNodeLabel}); err != nil {
+	var f Facts
+	err := plan.ListEach(ctx, reader, list, func(n client.Object) error {
+		f.Add(n.GetLabels())
+		return nil
+	}, client.HasLabels{nodeconfig.WorkerNodeLabel})
+	if err != nil {
 		return Facts{}, fmt.Errorf("list worker nodes: %w", err)
 	}
-	f := Facts{Workers: make([]Worker, 0, len(list.Items))}
-	for _, n := range list.Items {
-		f.Workers = append(f.Workers, Worker{Name: n.Name, Labels: n.Labels})
-	}
-	sort.Slice(f.Workers, func(i, j int) bool { return f.Workers[i].Name < f.Workers[j].Name })
 	return f, nil
 }
 

@@ -102,14 +102,14 @@ func numaFragment(in Inputs) plan.Item {
 		Impact:    advisorv1alpha1.ImpactHigh,
 	}
 	f := in.Facts
-	multi := f.MultiNUMA()
+	multi := f.MultiNUMA
 	facts := fmt.Sprintf("%s report several NUMA nodes (%s=true)", f.count(multi), LabelNUMA)
 	switch {
 	case missingCRD(in, targets.KubeletConfig) != "":
 		it.SkipReason = missingCRD(in, targets.KubeletConfig)
-	case len(f.Workers) == 0:
+	case f.Workers == 0:
 		it.SkipReason = "the cluster has no worker nodes (label " + nodeconfig.WorkerNodeLabel + "), so no NUMA facts"
-	case f.ReportingNUMA() == 0:
+	case f.ReportingNUMA == 0:
 		it.SkipReason = fmt.Sprintf("no worker reports its NUMA layout (label %s, set by Node Feature Discovery): "+
 			"install Node Feature Discovery to plan NUMA-aware placement", LabelNUMA)
 	case multi == 0:
@@ -164,7 +164,7 @@ func iommuItem(in Inputs) plan.Item {
 	default:
 		it.Message = fmt.Sprintf("%s; %s already run with the IOMMU on (%s=true): MachineConfig %s adds the kernel arguments %s "+
 			"to worker nodes, so PCI devices can be passed through to VMs; the Machine Config Operator reboots worker nodes one by one",
-			found, f.count(f.IOMMUEnabled()), LabelIOMMU, nodeconfig.IOMMUMachineConfigName,
+			found, f.count(f.IOMMUEnabled), LabelIOMMU, nodeconfig.IOMMUMachineConfigName,
 			strings.Join(nodeconfig.IOMMUArguments(vendors), " "))
 	}
 	return it

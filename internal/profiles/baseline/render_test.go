@@ -16,6 +16,7 @@ import (
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
 	"github.com/kubevirt/virt-advisor-operator/internal/ignitioncheck"
+	"github.com/kubevirt/virt-advisor-operator/internal/nodeconfig"
 	"github.com/kubevirt/virt-advisor-operator/internal/plan"
 	"github.com/kubevirt/virt-advisor-operator/internal/profiles/baseline"
 	"github.com/kubevirt/virt-advisor-operator/internal/targets"
@@ -73,13 +74,13 @@ const (
 // fiveWorkers: 3 of 5 report two NUMA nodes, all Intel, one with the IOMMU on, two with
 // an NVIDIA GPU, one with a USB receiver.
 func fiveWorkers() baseline.Facts {
-	return baseline.Facts{Workers: []baseline.Worker{
+	return baseline.FactsOf(
 		worker("worker-0", intel, numa, iommu, nvidia, receiver),
 		worker("worker-1", intel, numa, nvidia),
 		worker("worker-2", intel, numa),
 		worker("worker-3", intel, oneNUMA),
 		worker("worker-4", intel, oneNUMA),
-	}}
+	)
 }
 
 // cluster is an OpenShift cluster with every operator installed and a v1 HyperConverged.
@@ -99,9 +100,9 @@ func cluster(facts baseline.Facts) baseline.Inputs {
 func TestRenderItems(t *testing.T) {
 	v1beta1 := cluster(fiveWorkers())
 	v1beta1.HyperConverged.Version = "v1beta1"
-	mixed := cluster(baseline.Facts{Workers: []baseline.Worker{worker("a", intel, numa), worker("b", amd, numa), worker("c")}})
-	noNFD := cluster(baseline.Facts{Workers: []baseline.Worker{worker("a"), worker("b")}})
-	single := cluster(baseline.Facts{Workers: []baseline.Worker{worker("a", intel, oneNUMA), worker("b", amd, oneNUMA)}})
+	mixed := cluster(baseline.FactsOf(worker("a", intel, numa), worker("b", amd, numa), worker("c")))
+	noNFD := cluster(baseline.FactsOf(worker("a"), worker("b")))
+	single := cluster(baseline.FactsOf(worker("a", intel, oneNUMA), worker("b", amd, oneNUMA)))
 	onlyMCO := baseline.Inputs{
 		Served: map[string]bool{targets.MachineConfig.CRD: true, targets.KubeletConfig.CRD: true},
 		Facts:  fiveWorkers(),
@@ -236,11 +237,11 @@ func TestHardwareFacts(t *testing.T) {
 	g.Expect(present[baseline.ItemHyperConverged].SkipReason).To(BeEmpty())
 	g.Expect(present[baseline.ItemHyperConverged].Message).To(ContainSubstring("1 of 5 workers report USB device 046d:c52b"))
 
-	amdOnly := merged(t, options(advisorv1alpha1.PlatformBaselineOptions{}), cluster(baseline.Facts{Workers: []baseline.Worker{worker("a", amd)}}))
+	amdOnly := merged(t, options(advisorv1alpha1.PlatformBaselineOptions{}), cluster(baseline.FactsOf(worker("a", amd))))
 	g.Expect(amdOnly[baseline.ItemIOMMU].Desired.Object["spec"]).To(HaveKeyWithValue("kernelArguments", []any{"amd_iommu=on", "iommu=pt"}))
 	g.Expect(amdOnly[baseline.ItemIOMMU].Message).To(ContainSubstring("1 of 1 workers report AMD CPUs"))
 
-	absent := merged(t, everything(), cluster(baseline.Facts{Workers: []baseline.Worker{worker("a"), worker("b")}}))
+	absent := merged(t, everything(), cluster(baseline.FactsOf(worker("a"), worker("b"))))
 	g.Expect(absent[baseline.ItemKubelet].SkipReason).To(BeEmpty(), "the kubelet settings do not depend on NUMA")
 	g.Expect(absent[baseline.ItemKubelet].Message).To(ContainSubstring("numa: not planned: no worker reports its NUMA layout (label feature.node.kubernetes.io/memory-numa"))
 	g.Expect(absent[baseline.ItemIOMMU].SkipReason).To(ContainSubstring("no worker reports its CPU vendor (label feature.node.kubernetes.io/cpu-model.vendor_id"))
@@ -258,8 +259,8 @@ func TestHardwareFacts(t *testing.T) {
 func TestMachineConfigsPassIgnition(t *testing.T) {
 	facts := []baseline.Facts{
 		fiveWorkers(),
-		{Workers: []baseline.Worker{worker("a", amd, nvidia)}},
-		{Workers: []baseline.Worker{worker("a", amd, nvidia), worker("b", intel)}},
+		baseline.FactsOf(worker("a", amd, nvidia)),
+		baseline.FactsOf(worker("a", amd, nvidia), worker("b", intel)),
 	}
 	devices := [][]advisorv1alpha1.PCIDevice{
 		{{VendorDevice: "10de:1eb8", ResourceName: "nvidia.com/T4"}},
@@ -317,4 +318,22 @@ func TestDefaults(t *testing.T) {
 	g.Expect(baseline.New().Defaults(in).PlatformBaseline).To(Equal(set))
 	g.Expect(baseline.New().Defaults(in).PlatformBaseline).NotTo(BeIdenticalTo(set), "Defaults copies its input")
 	g.Expect(baseline.New().Prerequisites(nil)).To(BeEmpty(), "every component is optional")
+}
+
+// TestFactsCountEachWorkerOnce counts a worker once for each fact, however many of its
+// labels report it, matching vendors and devices in any case.
+func TestFactsCountEachWorkerOnce(t *testing.T) {
+	g := NewWithT(t)
+	f := baseline.FactsOf(
+		worker("a", nvidia, "feature.node.kubernetes.io/pci-0300_10DE_1eb8.present=true", receiver,
+			"feature.node.kubernetes.io/usb-03_046D_C52B.present=true", baseline.LabelCPUVendor+"=GenuineIntel", numa),
+		worker("b", "feature.node.kubernetes.io/pci-0302_10de.present=false", baseline.LabelCPUVendor+"=AuthenticAMD", oneNUMA, iommu),
+		worker("c", "feature.node.kubernetes.io/pci-0200_8086.sriov.capable=true"),
+	)
+	g.Expect(f.Workers).To(Equal(3))
+	g.Expect(f.WithPCIVendor("10DE")).To(Equal(1), "two labels of one worker report vendor 10de; a false one does not count")
+	g.Expect(f.WithPCIVendor("8086")).To(Equal(0), "only .present labels report a device")
+	g.Expect(f.WithUSBDevice("046d", "c52b")).To(Equal(1))
+	g.Expect(f.CPUVendors).To(Equal(map[nodeconfig.CPUVendor]int{nodeconfig.VendorIntel: 1, nodeconfig.VendorAMD: 1}))
+	g.Expect([]int{f.MultiNUMA, f.ReportingNUMA, f.IOMMUEnabled}).To(Equal([]int{1, 2, 1}))
 }

@@ -198,14 +198,9 @@ func conditionDetail(c map[string]any) string {
 // message says when it waits.
 func rolloutOf(ctx context.Context, reader client.Reader, pool *unstructured.Unstructured, content NodeContent, source string) (Health, error) {
 	name := pool.GetName()
-	target, _, _ := unstructured.NestedString(pool.Object, "spec", "configuration", "name")
-	current, _, _ := unstructured.NestedString(pool.Object, "status", "configuration", "name")
+	pp := progressOf(pool)
+	target, current, updated, machines := pp.target, pp.current, pp.updated, pp.machines
 	paused, _, _ := unstructured.NestedBool(pool.Object, "spec", "paused")
-	observed, _, _ := unstructured.NestedInt64(pool.Object, "status", "observedGeneration")
-	machines, _, _ := unstructured.NestedInt64(pool.Object, "status", "machineCount")
-	updated, _, _ := unstructured.NestedInt64(pool.Object, "status", "updatedMachineCount")
-	conditions, _, _ := unstructured.NestedSlice(pool.Object, "status", "conditions")
-	updatedCond, _ := findCondition(conditions, "Updated")
 
 	// What the machines run now; read first for a paused pool, which will not move on.
 	var lacks []string
@@ -240,9 +235,9 @@ func rolloutOf(ctx context.Context, reader client.Reader, pool *unstructured.Uns
 		}
 	}
 	switch {
-	case observed != pool.GetGeneration():
+	case !pp.observed:
 		return Health{State: Waiting, Message: fmt.Sprintf("MachineConfigPool %s has not observed its latest spec yet", name)}, nil
-	case current != target || updatedCond["status"] != "True" || updated != machines:
+	case !pp.rolledOut():
 		state := "is rolling out"
 		if paused {
 			state = "is paused while rolling out"
@@ -259,6 +254,34 @@ func rolloutOf(ctx context.Context, reader client.Reader, pool *unstructured.Uns
 			name, current, strings.Join(lacks, ", "), source)}, nil
 	}
 	return Health{State: Healthy, Message: fmt.Sprintf("MachineConfigPool %s updated to %s (%d/%d machines)", name, current, updated, machines)}, nil
+}
+
+// poolProgress is where a pool's rollout stands: the rendered configuration it targets
+// and the one its machines run, whether it observed its latest spec, and its machine counts.
+type poolProgress struct {
+	target, current          string
+	observed, reportsUpdated bool
+	updated, machines        int64
+}
+
+func progressOf(pool *unstructured.Unstructured) poolProgress {
+	var pp poolProgress
+	pp.target, _, _ = unstructured.NestedString(pool.Object, "spec", "configuration", "name")
+	pp.current, _, _ = unstructured.NestedString(pool.Object, "status", "configuration", "name")
+	observed, _, _ := unstructured.NestedInt64(pool.Object, "status", "observedGeneration")
+	pp.observed = observed == pool.GetGeneration()
+	pp.machines, _, _ = unstructured.NestedInt64(pool.Object, "status", "machineCount")
+	pp.updated, _, _ = unstructured.NestedInt64(pool.Object, "status", "updatedMachineCount")
+	conditions, _, _ := unstructured.NestedSlice(pool.Object, "status", "conditions")
+	updatedCond, _ := findCondition(conditions, "Updated")
+	pp.reportsUpdated = updatedCond["status"] == "True"
+	return pp
+}
+
+// rolledOut tells whether every machine runs the configuration the pool targets and the
+// pool reports Updated.
+func (pp poolProgress) rolledOut() bool {
+	return pp.current == pp.target && pp.reportsUpdated && pp.updated == pp.machines
 }
 
 // readKubeletConfig reads the live KubeletConfig desired was applied to: nil with the

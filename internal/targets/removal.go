@@ -52,23 +52,16 @@ func RemovalCheck(ctx context.Context, reader client.Reader, obj *unstructured.U
 				source += "-" + suffix
 			}
 		}
-		name := pool.GetName()
-		target, _, _ := unstructured.NestedString(pool.Object, "spec", "configuration", "name")
-		current, _, _ := unstructured.NestedString(pool.Object, "status", "configuration", "name")
-		observed, _, _ := unstructured.NestedInt64(pool.Object, "status", "observedGeneration")
-		machines, _, _ := unstructured.NestedInt64(pool.Object, "status", "machineCount")
-		updated, _, _ := unstructured.NestedInt64(pool.Object, "status", "updatedMachineCount")
-		conditions, _, _ := unstructured.NestedSlice(pool.Object, "status", "conditions")
-		updatedCond, _ := findCondition(conditions, "Updated")
-		sources := sourceNames(pool)
+		name, pp := pool.GetName(), progressOf(pool)
 		switch {
-		case observed != pool.GetGeneration() || slices.Contains(sources, source):
+		case !pp.observed || slices.Contains(sourceNames(pool), source):
 			waiting = append(waiting, fmt.Sprintf("MachineConfigPool %s still renders from MachineConfig %s", name, source))
-		case current != target || updatedCond["status"] != "True" || updated != machines:
+		case !pp.rolledOut():
 			waiting = append(waiting, fmt.Sprintf("MachineConfigPool %s is rolling out %s without MachineConfig %s: %d/%d machines updated",
-				name, target, source, updated, machines))
+				name, pp.target, source, pp.updated, pp.machines))
 		default:
-			done = append(done, fmt.Sprintf("MachineConfigPool %s runs %s, made without MachineConfig %s (%d/%d machines)", name, current, source, updated, machines))
+			done = append(done, fmt.Sprintf("MachineConfigPool %s runs %s, made without MachineConfig %s (%d/%d machines)",
+				name, pp.current, source, pp.updated, pp.machines))
 		}
 	}
 	if len(waiting) > 0 {

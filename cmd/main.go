@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/kubevirt/virt-advisor-operator/internal/advertise"
 	"github.com/kubevirt/virt-advisor-operator/internal/controller"
 	"github.com/kubevirt/virt-advisor-operator/internal/plan"
 	"github.com/kubevirt/virt-advisor-operator/internal/profiles"
@@ -30,6 +31,7 @@ import (
 	"github.com/kubevirt/virt-advisor-operator/internal/profiles/loadaware"
 	"github.com/kubevirt/virt-advisor-operator/internal/servingcert"
 	"github.com/kubevirt/virt-advisor-operator/internal/version"
+	"github.com/kubevirt/virt-advisor-operator/internal/watches"
 )
 
 func main() {
@@ -169,7 +171,7 @@ func run(o runOptions) error {
 		LeaseDuration:           &o.lease.duration,
 		RenewDeadline:           &o.lease.renewDeadline,
 		RetryPeriod:             &o.lease.retryPeriod,
-		Cache:                   controller.CacheOptions(),
+		Cache:                   watches.CacheOptions(),
 	})
 	if err != nil {
 		return fmt.Errorf("create the manager: %w", err)
@@ -197,7 +199,7 @@ func run(o runOptions) error {
 	if o.advertise {
 		if o.namespace == "" {
 			log.Info("not advertising profiles: the operator's namespace is unknown (set --namespace or POD_NAMESPACE)")
-		} else if err := mgr.Add(&controller.ProfileAdvertiser{
+		} else if err := mgr.Add(&advertise.Advertiser{
 			Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Profiles: registry,
 			Namespace: o.namespace, Log: ctrl.Log.WithName("advertiser"),
 		}); err != nil {

@@ -11,32 +11,32 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
-	"github.com/kubevirt/virt-advisor-operator/internal/controller"
+	"github.com/kubevirt/virt-advisor-operator/internal/advertise"
 )
 
 var _ = Describe("Advertising the profiles", func() {
 	const namespace = "virt-advisor-operator-system"
-	var advertiser *controller.ProfileAdvertiser
+	var advertiser *advertise.Advertiser
 
 	BeforeEach(func() {
 		resetCluster()
 		Expect(client.IgnoreAlreadyExists(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}))).To(Succeed())
-		deleteAndWait(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: controller.AdvertisedRecordName}})
-		advertiser = &controller.ProfileAdvertiser{Client: k8s, Reader: k8s, Profiles: registry, Namespace: namespace, Log: logf.Log}
+		deleteAndWait(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: advertise.AdvertisedRecordName}})
+		advertiser = &advertise.Advertiser{Client: k8s, Reader: k8s, Profiles: registry, Namespace: namespace, Log: logf.Log}
 	})
 
 	It("creates an ignored config per profile, described by annotations, and never recreates one the user deleted", func() {
 		Expect(advertiser.Start(ctx)).To(Succeed())
 		vpc := waitPhase(advisorv1alpha1.PhaseIgnored)
 		Expect(vpc.Spec.Action).To(Equal(advisorv1alpha1.ActionIgnore))
-		Expect(vpc.Labels).To(HaveKeyWithValue(controller.AdvertisedLabel, "true"))
-		Expect(vpc.Annotations).To(HaveKeyWithValue(controller.DescriptionAnnotation, ContainSubstring("live-migrates VMs")))
-		Expect(vpc.Annotations).To(HaveKeyWithValue(controller.ImpactSummaryAnnotation, ContainSubstring("reboots worker nodes")))
+		Expect(vpc.Labels).To(HaveKeyWithValue(advertise.AdvertisedLabel, "true"))
+		Expect(vpc.Annotations).To(HaveKeyWithValue(advertise.DescriptionAnnotation, ContainSubstring("live-migrates VMs")))
+		Expect(vpc.Annotations).To(HaveKeyWithValue(advertise.ImpactSummaryAnnotation, ContainSubstring("reboots worker nodes")))
 		Expect(vpc.Status.Items).To(BeEmpty(), "an advertised config drafts nothing until its action changes")
 		expectConditions(vpc, "Ignored")
 
 		record := &corev1.ConfigMap{}
-		Expect(k8s.Get(ctx, types.NamespacedName{Namespace: namespace, Name: controller.AdvertisedRecordName}, record)).To(Succeed())
+		Expect(k8s.Get(ctx, types.NamespacedName{Namespace: namespace, Name: advertise.AdvertisedRecordName}, record)).To(Succeed())
 		Expect(record.Data).To(HaveKey(configName))
 
 		deleteAndWait(getConfig())
@@ -51,6 +51,6 @@ var _ = Describe("Advertising the profiles", func() {
 		Expect(advertiser.Start(ctx)).To(Succeed())
 		vpc := waitPhase(advisorv1alpha1.PhaseReviewRequired)
 		Expect(vpc.Spec.Action).To(Equal(advisorv1alpha1.ActionDryRun))
-		Expect(vpc.Annotations).NotTo(HaveKey(controller.DescriptionAnnotation))
+		Expect(vpc.Annotations).NotTo(HaveKey(advertise.DescriptionAnnotation))
 	})
 })

@@ -4,15 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
 	"github.com/kubevirt/virt-advisor-operator/internal/plan"
@@ -43,12 +38,8 @@ type rendering struct {
 // draft makes, so a rendering and a draft record the same inputs.
 func (r *VirtPlatformConfigReconciler) render(ctx context.Context, s *scope) *rendering {
 	rec := plan.NewRecorder(r.APIReader)
-	missing, err := missingPrerequisites(ctx, rec, s.profile.Prerequisites(s.opts))
-	switch {
-	case err != nil:
+	if err := profiles.CheckPrerequisites(ctx, rec, s.profile.Prerequisites(s.opts)); err != nil {
 		return &rendering{rec: rec, err: err}
-	case len(missing) > 0:
-		return &rendering{rec: rec, err: &profiles.PrerequisiteError{Message: strings.Join(missing, "; ")}}
 	}
 	items, err := s.profile.Render(ctx, rec, s.opts)
 	return &rendering{rec: rec, items: items, err: err}
@@ -82,18 +73,7 @@ func (r *VirtPlatformConfigReconciler) draft(ctx context.Context, s *scope, caus
 		return ctrl.Result{}, nil
 	}
 	if done == nil {
-		done = &rendering{rec: plan.NewRecorder(r.APIReader)}
-	}
-	missing, err := missingPrerequisites(ctx, done.rec, s.profile.Prerequisites(s.opts))
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if len(missing) > 0 {
-		fail(advisorv1alpha1.PhasePrerequisiteFailed, advisorv1alpha1.ReasonPrerequisiteMissing, strings.Join(missing, "; "))
-		return ctrl.Result{RequeueAfter: prerequisiteRecheck}, nil
-	}
-	if done.items == nil && done.err == nil {
-		done.items, done.err = s.profile.Render(ctx, done.rec, s.opts)
+		done = r.render(ctx, s)
 	}
 	if done.err != nil {
 		if profiles.IsPrerequisiteError(done.err) {
@@ -213,7 +193,7 @@ func (r *VirtPlatformConfigReconciler) review(ctx context.Context, s *scope, cau
 	if cause.showFirst {
 		s.reviewBeforeApproval()
 	}
-	if owners := conflictOwners(st.Items); len(owners) > 0 {
+	if owners := plan.ConflictOwners(st.Items, false); len(owners) > 0 {
 		// Fields another manager (another profile, GitOps, kubectl) set to other values are
 		// taken only by a plan that showed them and was approved after that: an Apply given
 		// before (even at creation) does not count.
@@ -249,7 +229,7 @@ func (r *VirtPlatformConfigReconciler) nothingToApply(ctx context.Context, s *sc
 			// applied now.
 			st.Items[i].Applied = plan.InSyncRecord(it)
 		}
-		if rollsOut(it) && s.vpc.Spec.Action == advisorv1alpha1.ActionApply {
+		if plan.RollsOut(it) && s.vpc.Spec.Action == advisorv1alpha1.ActionApply {
 			h, err := r.Engine.CheckHealth(ctx, it, s.now.Time, 0, s.now.Time)
 			if err != nil {
 				return ctrl.Result{}, err
@@ -274,47 +254,6 @@ func (r *VirtPlatformConfigReconciler) nothingToApply(ctx context.Context, s *sc
 	return ctrl.Result{}, nil
 }
 
-// conflictOwners names, once each and sorted, the other field managers whose fields the
-// pending items of a plan take over (a profile by its name).
-func conflictOwners(items []advisorv1alpha1.PlanItem) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, it := range items {
-		if it.State != advisorv1alpha1.ItemPending {
-			continue
-		}
-		for _, c := range it.Conflicts {
-			owner := fmt.Sprintf("field manager %q", c.Manager)
-			if profile, ours := plan.ProfileOfManager(c.Manager); ours {
-				owner = "profile " + profile
-			}
-			if !seen[owner] {
-				seen[owner] = true
-				out = append(out, owner)
-			}
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-// missingPrerequisites reads each prerequisite CRD and says what to install for the
-// missing ones.
-func missingPrerequisites(ctx context.Context, reader client.Reader, prereqs []profiles.Prerequisite) ([]string, error) {
-	var missing []string
-	for _, p := range prereqs {
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		err := reader.Get(ctx, types.NamespacedName{Name: p.CRD}, crd)
-		switch {
-		case apierrors.IsNotFound(err):
-			missing = append(missing, fmt.Sprintf("CRD %s is missing: install %s", p.CRD, p.Operator))
-		case err != nil:
-			return nil, fmt.Errorf("read CRD %s: %w", p.CRD, err)
-		}
-	}
-	return missing, nil
-}
-
 // inputsChanged renders the profile again and tells whether the plan it renders now differs
 // from the plan in status because what it was rendered from changed. Inputs that changed
 // without changing any desired state (a pool that rolled out, a status update) are only
@@ -323,7 +262,7 @@ func (r *VirtPlatformConfigReconciler) inputsChanged(ctx context.Context, s *sco
 	st := &s.vpc.Status
 	done := r.render(ctx, s)
 	if done.err != nil {
-		if isPrerequisite(done.err) {
+		if profiles.IsPrerequisiteError(done.err) {
 			// A prerequisite went away: the redraft reports it.
 			return true, done, nil
 		}
@@ -354,6 +293,6 @@ func targetsOf(items []advisorv1alpha1.PlanItem) []advisorv1alpha1.TargetReferen
 
 func highestImpact(items []advisorv1alpha1.PlanItem) advisorv1alpha1.ImpactSeverity {
 	st := advisorv1alpha1.VirtPlatformConfigStatus{Items: items}
-	summarize(&st)
+	st.Summarize()
 	return st.ImpactSeverity
 }

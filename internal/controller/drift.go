@@ -7,21 +7,15 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
 	"github.com/kubevirt/virt-advisor-operator/internal/metrics"
 	"github.com/kubevirt/virt-advisor-operator/internal/plan"
-	"github.com/kubevirt/virt-advisor-operator/internal/profiles"
 	"github.com/kubevirt/virt-advisor-operator/internal/targets"
 )
-
-func isPrerequisite(err error) bool { return profiles.IsPrerequisiteError(err) }
 
 // watchApplied keeps an applied plan in place, in every phase after an apply
 // (Completed, CompletedWithErrors, CompletedWithUpgrade, Drifted, and PrerequisiteFailed
@@ -157,8 +151,8 @@ func (r *VirtPlatformConfigReconciler) refreshDrift(ctx context.Context, s *scop
 }
 
 // kindServed tells, from its CRD, whether the cluster serves the version of a target's
-// kind: a cached discovery answer would still name a kind whose CRD was just deleted.
-// Kinds outside the third-party registry are assumed served (their reads say otherwise).
+// kind (seen remembers the answers of this check). Kinds outside the third-party registry
+// are assumed served: their reads say otherwise.
 func (r *VirtPlatformConfigReconciler) kindServed(ctx context.Context, ref advisorv1alpha1.TargetReference, seen map[string]bool) (bool, error) {
 	kind, known := targets.ByGroupKind(plan.KeyOf(ref).GroupKind())
 	if !known {
@@ -168,34 +162,16 @@ func (r *VirtPlatformConfigReconciler) kindServed(ctx context.Context, ref advis
 	if ok, done := seen[key]; done {
 		return ok, nil
 	}
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	err := r.APIReader.Get(ctx, types.NamespacedName{Name: kind.CRD}, crd)
-	if client.IgnoreNotFound(err) != nil {
-		return false, fmt.Errorf("read CRD %s: %w", kind.CRD, err)
-	}
-	served := false
-	if err == nil && crd.DeletionTimestamp.IsZero() {
-		gv, _ := schema.ParseGroupVersion(ref.APIVersion)
-		served = targets.ServesVersion(crd, gv.Version)
-	}
+	gv, _ := schema.ParseGroupVersion(ref.APIVersion)
+	served, err := kind.Serves(ctx, r.APIReader, gv.Version)
 	seen[key] = served
-	return served, nil
+	return served, err
 }
 
 // isCorrection tells whether a Pending item re-applies what it applied before (a drift
 // correction) rather than proposing something new (an upgrade).
 func isCorrection(it advisorv1alpha1.PlanItem) bool {
 	return it.Applied != nil && it.Applied.DesiredHash == itemDesiredHash(it)
-}
-
-// proposesChange tells whether the plan has items that would apply something new.
-func proposesChange(items []advisorv1alpha1.PlanItem) bool {
-	for _, it := range items {
-		if it.State == advisorv1alpha1.ItemPending && !isCorrection(it) {
-			return true
-		}
-	}
-	return false
 }
 
 // settle puts an applied plan in the phase its targets call for.
@@ -206,7 +182,7 @@ func (r *VirtPlatformConfigReconciler) settle(ctx context.Context, s *scope, dri
 		if st.Phase != advisorv1alpha1.PhaseDrifted {
 			metrics.DriftDetected()
 		}
-		if others := otherProfilesInConflict(st.Items); aggressive && len(others) > 0 {
+		if others := plan.ConflictOwners(st.Items, true); aggressive && len(others) > 0 {
 			// Forcing a field back from another profile would start a fight between the
 			// two: someone decides which profile keeps it.
 			msg := "drifted from the plan: " + strings.Join(drifted, "; ") + ". Not re-applied: " +
@@ -237,11 +213,11 @@ func (r *VirtPlatformConfigReconciler) settle(ctx context.Context, s *scope, dri
 		s.setPhase(advisorv1alpha1.PhaseDrifted, advisorv1alpha1.ReasonDriftDetected, msg)
 		return ctrl.Result{}, nil
 	}
-	r.throttle().inSync(s.vpc.Name, s.now.Time)
+	r.throttle().InSync(s.vpc.Name)
 	if st.DriftCorrection != nil {
 		st.DriftCorrection = nil
 	}
-	if proposesChange(st.Items) {
+	if len(upgradeNames(st.Items)) > 0 {
 		if s.approval() == approved {
 			return r.startExecution(ctx, s, true)
 		}
@@ -261,18 +237,6 @@ func (r *VirtPlatformConfigReconciler) settle(ctx context.Context, s *scope, dri
 		s.setPhase(advisorv1alpha1.PhaseCompleted, advisorv1alpha1.ReasonInSync, "the targets are back as planned")
 	}
 	return ctrl.Result{}, nil
-}
-
-// otherProfilesInConflict names the other profiles whose fields the pending items would
-// take back.
-func otherProfilesInConflict(items []advisorv1alpha1.PlanItem) []string {
-	var out []string
-	for _, owner := range conflictOwners(items) {
-		if strings.HasPrefix(owner, "profile ") {
-			out = append(out, owner)
-		}
-	}
-	return out
 }
 
 // upgradeNames names the pending items that propose something new rather than correct drift.
@@ -309,7 +273,7 @@ func (r *VirtPlatformConfigReconciler) correctDrift(s *scope, drifted []string) 
 		}
 		// The spec changed since: correct again, from a clean slate.
 		st.DriftCorrection = nil
-		r.throttle().forget(s.vpc.Name)
+		r.throttle().Forget(s.vpc.Name)
 	}
 	var keys []string
 	for _, it := range st.Items {
@@ -317,18 +281,18 @@ func (r *VirtPlatformConfigReconciler) correctDrift(s *scope, drifted []string) 
 			keys = append(keys, plan.KeyOf(it.TargetRef).String())
 		}
 	}
-	v := r.throttle().allow(s.vpc.Name, keys, s.now.Time)
-	if v.allowed {
+	v := r.throttle().Allow(s.vpc.Name, keys, s.now.Time)
+	if v.Allowed {
 		return startCorrections(s, len(keys)), nil
 	}
-	if v.newEpisode {
+	if v.NewEpisode {
 		metrics.Throttled()
 		s.note(corev1.EventTypeWarning, advisorv1alpha1.EventThrottled, "re-apply of %s held back by the rate limit (%s); retrying in %s",
-			strings.Join(keys, ", "), r.throttle().describe(), v.wait.Round(time.Second))
+			strings.Join(keys, ", "), r.throttle(), v.Wait.Round(time.Second))
 	}
-	if v.streak >= r.throttle().maxStreak {
+	if v.Streak >= r.throttle().MaxStreak() {
 		msg := fmt.Sprintf("stopped correcting drift: corrections were throttled %d times in a row without one holding, so something keeps changing %s. "+
-			"Find and stop the other writer, then change the spec to resume", v.streak, strings.Join(drifted, "; "))
+			"Find and stop the other writer, then change the spec to resume", v.Streak, strings.Join(drifted, "; "))
 		st.DriftCorrection = &advisorv1alpha1.DriftCorrectionStatus{StoppedAtGeneration: s.vpc.Generation, Message: msg}
 		s.setPhase(advisorv1alpha1.PhaseDrifted, advisorv1alpha1.ReasonThrashing, msg)
 		if st.Phase != s.startPhase || s.before.Status.DriftCorrection == nil {
@@ -338,18 +302,15 @@ func (r *VirtPlatformConfigReconciler) correctDrift(s *scope, drifted []string) 
 	}
 	s.setPhase(advisorv1alpha1.PhaseDrifted, advisorv1alpha1.ReasonDriftDetected,
 		"drifted from the plan: "+strings.Join(drifted, "; ")+". Re-applying (bypassOptimisticLock) once the rate limit allows")
-	return ctrl.Result{RequeueAfter: v.wait}, nil
+	return ctrl.Result{RequeueAfter: v.Wait}, nil
 }
 
 // startCorrections enters InProgress to re-apply the drifted items (bypassOptimisticLock).
 // The approval record says so (correctionsOnly): the write gate then writes only items
 // that restore what an approved execution applied.
 func startCorrections(s *scope, n int) ctrl.Result {
-	a := s.approvalStatus()
-	a.Required, a.Command = false, ""
-	a.ApprovedPlanHash = s.vpc.Status.PlanHash
-	a.ApprovedGeneration = s.vpc.Generation
-	a.CorrectionsOnly = true
+	s.approvalGiven()
+	s.approvalStatus().CorrectionsOnly = true
 	s.setPhase(advisorv1alpha1.PhaseInProgress, advisorv1alpha1.ReasonExecuting,
 		fmt.Sprintf("re-applying %d drifted item(s) (bypassOptimisticLock); nothing else is applied without review", n))
 	return ctrl.Result{RequeueAfter: immediately}

@@ -10,8 +10,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
+	"github.com/kubevirt/virt-advisor-operator/internal/batch"
 	"github.com/kubevirt/virt-advisor-operator/internal/metrics"
 	"github.com/kubevirt/virt-advisor-operator/internal/plan"
+	"github.com/kubevirt/virt-advisor-operator/internal/profiles"
 )
 
 // startExecution enters InProgress (rule 4): unless the lock is bypassed (or the plan was
@@ -43,7 +45,7 @@ func (r *VirtPlatformConfigReconciler) startExecution(ctx context.Context, s *sc
 	for k := range st.Rollouts {
 		// A new execution: its batch takes its own pauses and its rollouts are timed anew.
 		ro := &st.Rollouts[k]
-		if !holdsPause(*ro) {
+		if !batch.HoldsPause(*ro) {
 			ro.PauseState, ro.PausedAt = "", nil
 		}
 		ro.RolloutStartedAt = nil
@@ -56,7 +58,7 @@ func (r *VirtPlatformConfigReconciler) startExecution(ctx context.Context, s *sc
 // planIntact tells whether the plan in status still hashes to status.planHash: nobody but
 // the operator changed what is about to be applied.
 func planIntact(st *advisorv1alpha1.VirtPlatformConfigStatus) bool {
-	return st.PlanHash != "" && statusPlanHash(st) == st.PlanHash
+	return st.PlanHash != "" && batch.PlanHash(st) == st.PlanHash
 }
 
 // refuseAltered stops a plan whose status was changed outside the operator.
@@ -120,7 +122,7 @@ func (r *VirtPlatformConfigReconciler) redraftStale(ctx context.Context, s *scop
 }
 
 // execute takes one step of the plan (rule 5): apply or check the health of the first
-// unfinished item in execution order (rule 6; see executionOrder), or a step of the batch
+// unfinished item in execution order (rule 6; see batch.Order), or a step of the batch
 // of items that roll out to nodes. Each step is persisted before the next one acts.
 func (r *VirtPlatformConfigReconciler) execute(ctx context.Context, s *scope) (ctrl.Result, error) {
 	st := &s.vpc.Status
@@ -133,7 +135,7 @@ func (r *VirtPlatformConfigReconciler) execute(ctx context.Context, s *scope) (c
 		return r.pause(s, i), nil
 	}
 	item := &st.Items[i]
-	if rollsOut(*item) {
+	if plan.RollsOut(*item) {
 		return r.executeBatch(ctx, s)
 	}
 	if item.State == advisorv1alpha1.ItemPending {
@@ -154,7 +156,7 @@ func (r *VirtPlatformConfigReconciler) execute(ctx context.Context, s *scope) (c
 // propose something new.
 func nextItem(s *scope) int {
 	correctionsOnly := s.approvalStatus().CorrectionsOnly
-	for _, j := range executionOrder(s.vpc.Status.Items) {
+	for _, j := range batch.Order(s.vpc.Status.Items) {
 		it := s.vpc.Status.Items[j]
 		if correctionsOnly && it.State == advisorv1alpha1.ItemPending && !isCorrection(it) {
 			continue
@@ -188,7 +190,7 @@ func (r *VirtPlatformConfigReconciler) applyItem(ctx context.Context, s *scope, 
 	if item.Action != advisorv1alpha1.ItemActionRelease && !plan.IsRevert(*item) && !isCorrection(*item) {
 		done := r.render(ctx, s)
 		if done.err != nil {
-			if isPrerequisite(done.err) {
+			if profiles.IsPrerequisiteError(done.err) {
 				res, err := r.redraftInputs(ctx, s, "the profile cannot be rendered any more: "+done.err.Error(), done)
 				return res, true, err
 			}

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
+	"github.com/kubevirt/virt-advisor-operator/internal/batch"
 	"github.com/kubevirt/virt-advisor-operator/internal/plan"
 	"github.com/kubevirt/virt-advisor-operator/internal/targets"
 )
@@ -179,7 +180,7 @@ func authorizePool(s *scope, config string, pool *unstructured.Unstructured, pau
 	if why := authorizeExecution(s); why != nil {
 		return why
 	}
-	if !slices.Contains(pausedPools(s.vpc.Status.Rollouts), pool.GetName()) {
+	if !slices.Contains(batch.PausedPools(s.vpc.Status.Rollouts), pool.GetName()) {
 		return &refusal{advisorv1alpha1.ReasonPlanIntegrity, fmt.Sprintf(
 			"the approved plan does not pause MachineConfigPool %s", pool.GetName())}
 	}

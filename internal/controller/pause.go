@@ -12,6 +12,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
+	"github.com/kubevirt/virt-advisor-operator/internal/batch"
 	"github.com/kubevirt/virt-advisor-operator/internal/metrics"
 	"github.com/kubevirt/virt-advisor-operator/internal/targets"
 )
@@ -66,7 +67,7 @@ func (r *VirtPlatformConfigReconciler) releasePauses(ctx context.Context, s *sco
 		return ctrl.Result{}, false, nil
 	}
 	for k, ro := range s.vpc.Status.Rollouts {
-		if !holdsPause(ro) {
+		if !batch.HoldsPause(ro) {
 			continue
 		}
 		res, err := r.resumePool(ctx, s, k)
@@ -130,7 +131,7 @@ func (r *VirtPlatformConfigReconciler) othersNeedingPause(ctx context.Context, n
 		if !needs && c.Spec.Action == advisorv1alpha1.ActionApply {
 			switch c.Status.Phase {
 			case advisorv1alpha1.PhaseReviewRequired, advisorv1alpha1.PhaseInProgress:
-				needs = waitsToRollOut(&c.Status, pool)
+				needs = batch.WaitsToRollOut(&c.Status, pool)
 			}
 		}
 		if needs {
@@ -139,21 +140,6 @@ func (r *VirtPlatformConfigReconciler) othersNeedingPause(ctx context.Context, n
 	}
 	sort.Strings(out)
 	return out, nil
-}
-
-// waitsToRollOut tells whether a plan has items not applied yet that roll out in pool.
-func waitsToRollOut(st *advisorv1alpha1.VirtPlatformConfigStatus, pool string) bool {
-	for _, ro := range st.Rollouts {
-		if ro.Pool != pool || !ro.Pause {
-			continue
-		}
-		for _, it := range st.Items {
-			if slices.Contains(ro.Items, it.Name) && it.State == advisorv1alpha1.ItemPending {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // releaseDeleted gives back the pauses a deleted config held: every pool that names it is

@@ -8,96 +8,15 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
+	"github.com/kubevirt/virt-advisor-operator/internal/batch"
 	"github.com/kubevirt/virt-advisor-operator/internal/metrics"
 	"github.com/kubevirt/virt-advisor-operator/internal/plan"
+	"github.com/kubevirt/virt-advisor-operator/internal/schedule"
 	"github.com/kubevirt/virt-advisor-operator/internal/targets"
 )
-
-// An execution runs in three stages, so that every node reboots at most once per
-// approval:
-//
-//  1. the items before the first item that rolls out to nodes (a MachineConfig or a
-//     KubeletConfig), in plan order;
-//  2. the batch: every item that rolls out, in plan order, applied while the pools they
-//     roll out in are paused; the pools are then resumed, and the batch's items complete
-//     together once every pool runs a configuration that holds all of them;
-//  3. the other items, in plan order: they come after a rollout in the plan because they
-//     depend on it (the descheduler's PSI mode needs the PSI kernel argument on the nodes).
-//
-// The gates (a maintenance window, a cluster upgrade, a pool busy with another change)
-// hold stage 2 before it starts; stage 1 is never held.
-
-// rollsOut tells whether an item belongs to the batch: it makes a MachineConfigPool render
-// a new configuration.
-func rollsOut(it advisorv1alpha1.PlanItem) bool {
-	return plan.RollsOut(it)
-}
-
-// executionOrder is the order the execution takes the items in (see above).
-func executionOrder(items []advisorv1alpha1.PlanItem) []int {
-	first := slices.IndexFunc(items, rollsOut)
-	if first < 0 {
-		order := make([]int, len(items))
-		for i := range order {
-			order[i] = i
-		}
-		return order
-	}
-	order := make([]int, 0, len(items))
-	for i := range first {
-		order = append(order, i)
-	}
-	for i := first; i < len(items); i++ {
-		if rollsOut(items[i]) {
-			order = append(order, i)
-		}
-	}
-	for i := first; i < len(items); i++ {
-		if !rollsOut(items[i]) {
-			order = append(order, i)
-		}
-	}
-	return order
-}
-
-// statusPlanHash is the hash of the plan in status, the pools it pauses included.
-func statusPlanHash(st *advisorv1alpha1.VirtPlatformConfigStatus) string {
-	return plan.PlanHash(st.PlanRevision, st.Items, pausedPools(st.Rollouts)...)
-}
-
-func pausedPools(rollouts []advisorv1alpha1.PoolRollout) []string {
-	var out []string
-	for _, ro := range rollouts {
-		if ro.Pause {
-			out = append(out, ro.Pool)
-		}
-	}
-	return out
-}
-
-// holdsPause tells whether the batch holds (or is about to take or give back) a pool's pause.
-func holdsPause(ro advisorv1alpha1.PoolRollout) bool {
-	switch ro.PauseState {
-	case advisorv1alpha1.PausePausing, advisorv1alpha1.PausePaused, advisorv1alpha1.PauseResuming:
-		return true
-	}
-	return false
-}
-
-// batch are the indexes of the items of the batch, in plan order.
-func batch(st *advisorv1alpha1.VirtPlatformConfigStatus) []int {
-	var out []int
-	for i, it := range st.Items {
-		if rollsOut(it) {
-			out = append(out, i)
-		}
-	}
-	return out
-}
 
 // batchPending tells whether items of the batch wait to be applied: the pools they roll
 // out in stay paused until they are.
@@ -106,7 +25,7 @@ func batchPending(s *scope) bool {
 	if st.Phase != advisorv1alpha1.PhaseInProgress || s.vpc.Spec.Action != advisorv1alpha1.ActionApply {
 		return false
 	}
-	for _, i := range batch(st) {
+	for _, i := range batch.Items(st) {
 		if st.Items[i].State == advisorv1alpha1.ItemPending {
 			return true
 		}
@@ -118,7 +37,7 @@ func batchPending(s *scope) bool {
 // item, resume a pool, or judge the rollouts.
 func (r *VirtPlatformConfigReconciler) executeBatch(ctx context.Context, s *scope) (ctrl.Result, error) {
 	st := &s.vpc.Status
-	items := batch(st)
+	items := batch.Items(st)
 	started := slices.ContainsFunc(st.Rollouts, func(ro advisorv1alpha1.PoolRollout) bool { return ro.PauseState != "" }) ||
 		slices.ContainsFunc(items, func(i int) bool { return st.Items[i].State != advisorv1alpha1.ItemPending })
 	if !started {
@@ -141,7 +60,7 @@ func (r *VirtPlatformConfigReconciler) executeBatch(ctx context.Context, s *scop
 			it := &st.Items[i]
 			it.WaitingSince = nil
 			msg := "applied; rolls out with the batch"
-			if pools := poolsOfItem(st, it.Name); len(pools) > 0 {
+			if pools := batch.PoolsOf(st, it.Name); len(pools) > 0 {
 				msg += " in MachineConfigPool " + strings.Join(pools, ", MachineConfigPool ")
 			}
 			s.setItemState(i, advisorv1alpha1.ItemInProgress, msg)
@@ -159,17 +78,18 @@ func (r *VirtPlatformConfigReconciler) executeBatch(ctx context.Context, s *scop
 // busy with another change.
 func (r *VirtPlatformConfigReconciler) holdBatch(ctx context.Context, s *scope) (ctrl.Result, bool, error) {
 	if w := s.vpc.Spec.MaintenanceWindow; w != nil {
-		open, next, err := windowOpen(w, s.now.Time)
+		win, err := schedule.Parse(w.Schedule, w.Duration.Duration, w.TimeZone)
 		if err != nil {
 			s.noApprovalNeeded()
 			s.setPhase(advisorv1alpha1.PhaseFailed, advisorv1alpha1.ReasonInvalidMaintenanceWindow,
 				fmt.Sprintf("spec.maintenanceWindow: %v: fix it to go on", err))
 			return ctrl.Result{}, true, nil
 		}
-		if !open {
+		if open, _ := win.Open(s.now.Time); !open {
+			next := win.Next(s.now.Time)
 			s.setPhase(advisorv1alpha1.PhaseInProgress, advisorv1alpha1.ReasonAwaitingMaintenanceWindow, fmt.Sprintf(
 				"the items that roll out to nodes wait for the maintenance window: the next one starts %s (in %s)",
-				next.Format(time.RFC3339), untilText(s.now.Time, next)))
+				next.Format(time.RFC3339), schedule.Until(s.now.Time, next)))
 			return ctrl.Result{RequeueAfter: max(next.Sub(s.now.Time), time.Second)}, true, nil
 		}
 	}
@@ -259,12 +179,12 @@ func (r *VirtPlatformConfigReconciler) checkBatch(ctx context.Context, s *scope,
 		if it.State != advisorv1alpha1.ItemInProgress {
 			continue
 		}
-		pools := poolsOfItem(st, it.Name)
+		pools := batch.PoolsOf(st, it.Name)
 		if slices.ContainsFunc(pools, func(p string) bool { return paused[p] }) {
 			it.Message = strings.Join(waitingFor, "; ")
 			continue
 		}
-		since := rolloutStart(st, pools, s.now)
+		since := batch.RolloutStart(st, pools, s.now)
 		if it.WaitingSince == nil || it.WaitingSince.Before(&since) {
 			it.WaitingSince = &since
 		}
@@ -309,7 +229,7 @@ func (r *VirtPlatformConfigReconciler) checkBatch(ctx context.Context, s *scope,
 				s.setItemState(i, advisorv1alpha1.ItemCompleted, msg)
 			}
 		}
-		measureRollouts(st, s.now)
+		batch.MeasureRollouts(st, s.now)
 		return r.afterItem(ctx, s)
 	}
 	wait := r.pollInterval()
@@ -324,45 +244,6 @@ func (r *VirtPlatformConfigReconciler) checkBatch(ctx context.Context, s *scope,
 		}
 	}
 	return ctrl.Result{RequeueAfter: wait}, nil
-}
-
-// poolsOfItem are the pools the forecast says the item rolls out in.
-func poolsOfItem(st *advisorv1alpha1.VirtPlatformConfigStatus, item string) []string {
-	var out []string
-	for _, ro := range st.Rollouts {
-		if slices.Contains(ro.Items, item) {
-			out = append(out, ro.Pool)
-		}
-	}
-	return out
-}
-
-// rolloutStart is when the last of pools started rolling the batch out (now when none is
-// known).
-func rolloutStart(st *advisorv1alpha1.VirtPlatformConfigStatus, pools []string, now metav1.Time) metav1.Time {
-	var start *metav1.Time
-	for _, ro := range st.Rollouts {
-		if slices.Contains(pools, ro.Pool) && ro.RolloutStartedAt != nil && (start == nil || start.Before(ro.RolloutStartedAt)) {
-			start = ro.RolloutStartedAt
-		}
-	}
-	if start == nil {
-		return now
-	}
-	return *start
-}
-
-// measureRollouts records the time a node took in each finished rollout (the rollout's
-// time over its waves: the nodes of a wave update side by side), for the estimates of
-// later plans.
-func measureRollouts(st *advisorv1alpha1.VirtPlatformConfigStatus, now metav1.Time) {
-	for k := range st.Rollouts {
-		ro := &st.Rollouts[k]
-		if ro.RolloutStartedAt == nil || ro.Waves == 0 || len(ro.Items) == 0 {
-			continue
-		}
-		ro.SecondsPerNode = max(int64(now.Sub(ro.RolloutStartedAt.Time).Seconds())/int64(ro.Waves), 1)
-	}
 }
 
 func boolOrder(b bool) int {

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/tools/events"
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
+	"github.com/kubevirt/virt-advisor-operator/internal/batch"
 	"github.com/kubevirt/virt-advisor-operator/internal/plan"
 	"github.com/kubevirt/virt-advisor-operator/internal/profiles"
 )
@@ -187,6 +188,6 @@ func (s *scope) setItemState(i int, state advisorv1alpha1.ItemState, message str
 func (s *scope) rehash() {
 	st := &s.vpc.Status
 	st.PlanRevision++
-	st.PlanHash = statusPlanHash(st)
+	st.PlanHash = batch.PlanHash(st)
 	st.SourceSnapshotHash = plan.CombinedSnapshotHash(st.Items)
 }

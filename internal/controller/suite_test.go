@@ -36,6 +36,8 @@ import (
 	"github.com/kubevirt/virt-advisor-operator/internal/profiles/loadaware"
 	"github.com/kubevirt/virt-advisor-operator/internal/targets"
 	"github.com/kubevirt/virt-advisor-operator/internal/testenv"
+	"github.com/kubevirt/virt-advisor-operator/internal/throttle"
+	"github.com/kubevirt/virt-advisor-operator/internal/watches"
 )
 
 const operatorVersion = "v1.0.0-test"
@@ -75,7 +77,7 @@ func startManager() {
 	})
 	mgr, err := ctrl.NewManager(operatorCfg, ctrl.Options{
 		Scheme:                 testenv.Scheme(),
-		Cache:                  controller.CacheOptions(),
+		Cache:                  watches.CacheOptions(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		// A restarted manager registers the same controller name again.
@@ -91,7 +93,7 @@ func startManager() {
 		Recorder:           mgr.GetEventRecorder("virt-advisor-operator"),
 		Version:            operatorVersion,
 		HealthPollInterval: 200 * time.Millisecond,
-		DriftThrottle:      controller.NewDriftThrottle(2, time.Minute, 3),
+		DriftThrottle:      throttle.New(2, time.Minute, 3),
 		Now:                clock.Now,
 	}
 	Expect(reconciler.SetupWithManager(mgr)).To(Succeed())

@@ -8,6 +8,7 @@ import (
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
 	"github.com/kubevirt/virt-advisor-operator/internal/plan"
+	"github.com/kubevirt/virt-advisor-operator/internal/profiles"
 )
 
 // checkUpgrade compares what this operator version renders for a completed config with
@@ -19,7 +20,7 @@ func (r *VirtPlatformConfigReconciler) checkUpgrade(ctx context.Context, s *scop
 	st := &s.vpc.Status
 	done := r.render(ctx, s)
 	if done.err != nil {
-		if isPrerequisite(done.err) {
+		if profiles.IsPrerequisiteError(done.err) {
 			// The cluster lost something the profile needs; the drift check shows what it
 			// means for the targets. The upgrade check runs again on the next event.
 			st.OperatorVersion = r.Version

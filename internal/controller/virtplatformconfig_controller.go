@@ -6,9 +6,10 @@
 // Files follow the life cycle: draft.go (drafting and review), forecast.go (what a plan
 // does to the nodes), approve.go (what approves a plan), gate.go (the one place outside
 // writes pass), execute.go (applying item by item), rollout.go (the batch of items that
-// roll out to nodes, and its gates), pause.go (MachineConfigPool pauses), drift.go
-// (watching what was applied), upgrade.go (plans of a newer operator version), status.go
-// (conditions and the status write), watches.go (target and input watches).
+// roll out to nodes, and its gates; its rules are in internal/batch), pause.go
+// (MachineConfigPool pauses), drift.go (watching what was applied), upgrade.go (plans of a
+// newer operator version), revert.go (putting back what was applied), status.go (the
+// status write). What the plans depend on is watched by internal/watches.
 package controller
 
 import (
@@ -17,7 +18,6 @@ import (
 	"fmt"
 	"time"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,6 +37,8 @@ import (
 	"github.com/kubevirt/virt-advisor-operator/internal/plan"
 	"github.com/kubevirt/virt-advisor-operator/internal/profiles"
 	"github.com/kubevirt/virt-advisor-operator/internal/targets"
+	"github.com/kubevirt/virt-advisor-operator/internal/throttle"
+	"github.com/kubevirt/virt-advisor-operator/internal/watches"
 )
 
 const (
@@ -72,11 +74,11 @@ type VirtPlatformConfigReconciler struct {
 	HealthPollInterval time.Duration
 	// DriftThrottle limits drift corrections in aggressive mode; nil means 5 per minute
 	// per target.
-	DriftThrottle *DriftThrottle
+	DriftThrottle *throttle.Throttle
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 
-	watches *watches
+	watches *watches.Watches
 }
 
 // +kubebuilder:rbac:groups=advisor.kubevirt.io,resources=virtplatformconfigs,verbs=get;list;watch;create
@@ -280,8 +282,8 @@ func (r *VirtPlatformConfigReconciler) ignore(s *scope) (ctrl.Result, error) {
 }
 
 func (r *VirtPlatformConfigReconciler) forget(name string) {
-	r.watches.forget(name)
-	r.throttle().forget(name)
+	r.watches.Forget(name)
+	r.throttle().Forget(name)
 	metrics.Forget(name)
 }
 
@@ -299,9 +301,9 @@ func (r *VirtPlatformConfigReconciler) pollInterval() time.Duration {
 	return defaultHealthPollInterval
 }
 
-func (r *VirtPlatformConfigReconciler) throttle() *DriftThrottle {
+func (r *VirtPlatformConfigReconciler) throttle() *throttle.Throttle {
 	if r.DriftThrottle == nil {
-		r.DriftThrottle = NewDriftThrottle(5, time.Minute, 3)
+		r.DriftThrottle = throttle.New(5, time.Minute, 3)
 	}
 	return r.DriftThrottle
 }
@@ -320,14 +322,14 @@ func (r *VirtPlatformConfigReconciler) SetupWithManager(mgr ctrl.Manager) error 
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		For(&advisorv1alpha1.VirtPlatformConfig{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
-		WatchesMetadata(CRDMetadata(), handler.EnqueueRequestsFromMapFunc(r.allConfigs),
+		WatchesMetadata(watches.CRDMetadata(), handler.EnqueueRequestsFromMapFunc(r.allConfigs),
 			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool { return watchedCRDs[o.GetName()] }))).
 		Named("virtplatformconfig").
 		Build(r)
 	if err != nil {
 		return err
 	}
-	r.watches = newWatches(c, mgr.GetRESTMapper(), rest.CopyConfig(mgr.GetConfig()), mgr.GetHTTPClient(), mgr.GetScheme(),
+	r.watches = watches.New(c, mgr.GetRESTMapper(), rest.CopyConfig(mgr.GetConfig()), mgr.GetHTTPClient(), mgr.GetScheme(),
 		mgr.GetLogger().WithName("watches"))
 	if err := mgr.Add(r.watches); err != nil {
 		return err
@@ -358,17 +360,10 @@ func (r *VirtPlatformConfigReconciler) releaseOrphanedPauses(ctx context.Context
 	return nil
 }
 
-// CRDMetadata is the metadata-only object the controller watches CRDs with.
-func CRDMetadata() *metav1.PartialObjectMetadata {
-	o := &metav1.PartialObjectMetadata{}
-	o.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
-	return o
-}
-
 // allConfigs wakes every config: a CRD appeared, changed or went away. Watches on its kinds
 // start afresh.
 func (r *VirtPlatformConfigReconciler) allConfigs(ctx context.Context, crd client.Object) []reconcile.Request {
-	r.watches.crdChanged(crd.GetName())
+	r.watches.CRDChanged(crd.GetName())
 	list := &advisorv1alpha1.VirtPlatformConfigList{}
 	if err := r.Client.List(ctx, list); err != nil {
 		logf.FromContext(ctx).Error(err, "list VirtPlatformConfigs for a CRD event")

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -99,11 +100,17 @@ func conflictsCovered(now, shown []advisorv1alpha1.FieldConflict) bool {
 
 // DescribeConflict says in words what one conflict means.
 func DescribeConflict(c advisorv1alpha1.FieldConflict) string {
-	owner := fmt.Sprintf("field manager %q", c.Manager)
-	if profile, ours := ProfileOfManager(c.Manager); ours {
-		owner = "profile " + profile
-	}
+	owner, _ := describeManager(c.Manager)
 	return fmt.Sprintf("%s is owned by %s with value %s; the plan sets %s", c.Path, owner, orAbsent(c.LiveValue), orAbsent(c.PlannedValue))
+}
+
+// describeManager names a field manager in words: "profile X" for a profile of this
+// operator (ours), `field manager "M"` for any other.
+func describeManager(manager string) (name string, ours bool) {
+	if profile, ours := ProfileOfManager(manager); ours {
+		return "profile " + profile, true
+	}
+	return fmt.Sprintf("field manager %q", manager), false
 }
 
 func orAbsent(v string) string {
@@ -111,4 +118,24 @@ func orAbsent(v string) string {
 		return "(unset)"
 	}
 	return v
+}
+
+// ConflictOwners names, once each and sorted, the other field managers whose fields the
+// pending items take over: "profile X" for another profile of this operator, `field
+// manager "M"` for any other. With profilesOnly, only the other profiles.
+func ConflictOwners(items []advisorv1alpha1.PlanItem, profilesOnly bool) []string {
+	var out []string
+	for _, it := range items {
+		if it.State != advisorv1alpha1.ItemPending {
+			continue
+		}
+		for _, c := range it.Conflicts {
+			owner, ours := describeManager(c.Manager)
+			if (ours || !profilesOnly) && !slices.Contains(out, owner) {
+				out = append(out, owner)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }

@@ -35,7 +35,11 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
@@ -127,4 +131,23 @@ func (r *Registry) All() []Profile {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
 	return out
+}
+
+// CheckPrerequisites reads each prerequisite CRD: a *PrerequisiteError says what to
+// install for the missing ones.
+func CheckPrerequisites(ctx context.Context, reader client.Reader, prereqs []Prerequisite) error {
+	var missing []string
+	for _, p := range prereqs {
+		err := reader.Get(ctx, types.NamespacedName{Name: p.CRD}, &apiextensionsv1.CustomResourceDefinition{})
+		switch {
+		case apierrors.IsNotFound(err):
+			missing = append(missing, fmt.Sprintf("CRD %s is missing: install %s", p.CRD, p.Operator))
+		case err != nil:
+			return fmt.Errorf("read CRD %s: %w", p.CRD, err)
+		}
+	}
+	if len(missing) > 0 {
+		return &PrerequisiteError{Message: strings.Join(missing, "; ")}
+	}
+	return nil
 }

@@ -65,3 +65,13 @@ func (k Kind) ReadServedVersion(ctx context.Context, reader client.Reader) (stri
 	}
 	return "", nil
 }
+
+// Serves reads the kind's CRD and tells whether it serves version: false when the CRD is
+// not installed or is being deleted.
+func (k Kind) Serves(ctx context.Context, reader client.Reader, version string) (bool, error) {
+	crd, err := k.ReadCRD(ctx, reader)
+	if err != nil || crd == nil {
+		return false, err
+	}
+	return crd.DeletionTimestamp.IsZero() && ServesVersion(crd, version), nil
+}

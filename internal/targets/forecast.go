@@ -441,3 +441,78 @@ func union[V any](a, b map[string]V) map[string]bool {
 	}
 	return out
 }
+
+// PlannedChange is what one plan item does to a MachineConfig or KubeletConfig: apply
+// Desired, or delete it (Deleted).
+type PlannedChange struct {
+	Item    string
+	Desired *unstructured.Unstructured
+	Deleted bool
+}
+
+// ItemsForecast is the forecast of one pool, with the items that change its nodes.
+type ItemsForecast struct {
+	PoolForecast
+	Items []string
+}
+
+// Forecast reads the pools, the node disruption policy and each changed object, and
+// forecasts, for every pool that renders from a changed object, what the changes bring to
+// its nodes. Changes that change nothing on the nodes are left out; so are pools no change
+// reaches. The forecasts are in the order of the pools' names.
+func Forecast(ctx context.Context, reader client.Reader, changes []PlannedChange) ([]ItemsForecast, error) {
+	if len(changes) == 0 {
+		return nil, nil
+	}
+	pools, _, err := ListPools(ctx, reader)
+	if err != nil {
+		return nil, err
+	}
+	policy, err := ReadDisruptionPolicy(ctx, reader)
+	if err != nil {
+		return nil, err
+	}
+	items := make([][]string, len(pools))
+	nodeChanges := make([][]NodeChange, len(pools))
+	for _, c := range changes {
+		change, err := nodeChange(ctx, reader, c)
+		if err != nil {
+			return nil, err
+		}
+		if change.IsEmpty() {
+			continue
+		}
+		for i := range pools {
+			if PoolRendersFrom(&pools[i], c.Desired) {
+				items[i] = append(items[i], c.Item)
+				nodeChanges[i] = append(nodeChanges[i], change)
+			}
+		}
+	}
+	var out []ItemsForecast
+	for i := range pools {
+		if len(items[i]) > 0 {
+			out = append(out, ItemsForecast{PoolForecast: ForecastPool(&pools[i], nodeChanges[i], policy), Items: items[i]})
+		}
+	}
+	slices.SortFunc(out, func(a, b ItemsForecast) int { return strings.Compare(a.Pool, b.Pool) })
+	return out, nil
+}
+
+// nodeChange is what a planned change brings to the nodes, against the live object
+// (absent: created).
+func nodeChange(ctx context.Context, reader client.Reader, c PlannedChange) (NodeChange, error) {
+	live := &unstructured.Unstructured{}
+	live.SetGroupVersionKind(c.Desired.GroupVersionKind())
+	err := reader.Get(ctx, client.ObjectKeyFromObject(c.Desired), live)
+	switch {
+	case apierrors.IsNotFound(err):
+		live = nil
+	case err != nil:
+		return NodeChange{}, fmt.Errorf("read %s: %w", Describe(c.Desired), err)
+	}
+	if c.Deleted {
+		return ChangeOfRemoval(live)
+	}
+	return ChangeOfObject(live, c.Desired)
+}

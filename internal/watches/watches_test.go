@@ -1,4 +1,4 @@
-package controller
+package watches
 
 import (
 	"context"
@@ -58,7 +58,7 @@ func sourceOfNodes(t *testing.T, labelsOnly bool) (*informer, workqueue.TypedRat
 	scheme.AddKnownTypeWithName(nodeKind, &metav1.PartialObjectMetadata{})
 	informers := &informertest.FakeInformers{Scheme: scheme, Synced: &synced,
 		InformersByGVK: map[schema.GroupVersionKind]toolscache.SharedIndexInformer{nodeKind: inf}}
-	w := newWatches(nil, nil, nil, nil, nil, logr.Discard())
+	w := New(nil, nil, nil, nil, nil, logr.Discard())
 	key := plan.TargetKey{Kind: "Node", Name: "n1"}
 	w.addConfigLocked(key, "c")
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())

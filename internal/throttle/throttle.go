@@ -1,4 +1,6 @@
-package controller
+// Package throttle limits how often aggressive mode re-applies a drifted target, and tells
+// when another writer keeps undoing the corrections.
+package throttle
 
 import (
 	"fmt"
@@ -8,7 +10,7 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// DriftThrottle limits drift corrections in aggressive mode: each target has a token
+// Throttle limits drift corrections in aggressive mode: each target has a token
 // bucket (a burst of perWindow re-applies, refilled at perWindow per window).
 //
 // It counts throttle episodes, not reconciles: an episode starts when a correction is held
@@ -16,7 +18,7 @@ import (
 // maxStreak episodes in a row, with no correction holding in between, mean another writer
 // keeps undoing the corrections (thrashing). A correction holds when no drift follows it
 // for a whole window; the streak starts again from zero then.
-type DriftThrottle struct {
+type Throttle struct {
 	mu        sync.Mutex
 	perWindow int
 	window    time.Duration
@@ -35,21 +37,21 @@ type correctionHistory struct {
 	lastCorrection time.Time
 }
 
-// verdict is the throttle's answer to one correction.
-type verdict struct {
-	allowed bool
-	// wait until every target has a token again, when not allowed.
-	wait time.Duration
-	// newEpisode: this hold-back started a throttle episode (Event and metric once).
-	newEpisode bool
-	// streak of episodes without a correction holding.
-	streak int
+// Verdict is the throttle's answer to one correction.
+type Verdict struct {
+	Allowed bool
+	// Wait until every target has a token again, when not allowed.
+	Wait time.Duration
+	// NewEpisode: this hold-back started a throttle episode (Event and metric once).
+	NewEpisode bool
+	// Streak of episodes without a correction holding.
+	Streak int
 }
 
-// NewDriftThrottle allows perWindow re-applies of each target per window and calls
+// New allows perWindow re-applies of each target per window and calls
 // maxStreak throttle episodes in a row thrashing.
-func NewDriftThrottle(perWindow int, window time.Duration, maxStreak int) *DriftThrottle {
-	return &DriftThrottle{
+func New(perWindow int, window time.Duration, maxStreak int) *Throttle {
+	return &Throttle{
 		perWindow: perWindow,
 		window:    window,
 		maxStreak: maxStreak,
@@ -58,7 +60,7 @@ func NewDriftThrottle(perWindow int, window time.Duration, maxStreak int) *Drift
 	}
 }
 
-func (t *DriftThrottle) history(config string) *correctionHistory {
+func (t *Throttle) history(config string) *correctionHistory {
 	h, ok := t.configs[config]
 	if !ok {
 		h = &correctionHistory{}
@@ -67,9 +69,9 @@ func (t *DriftThrottle) history(config string) *correctionHistory {
 	return h
 }
 
-// allow takes one token from each target's bucket if every bucket has one; otherwise it
+// Allow takes one token from each target's bucket if every bucket has one; otherwise it
 // takes none and reports the wait and the episode.
-func (t *DriftThrottle) allow(config string, targets []string, now time.Time) verdict {
+func (t *Throttle) Allow(config string, targets []string, now time.Time) Verdict {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	h := t.history(config)
@@ -91,19 +93,19 @@ func (t *DriftThrottle) allow(config string, targets []string, now time.Time) ve
 		}
 		h.episodeEnds = time.Time{}
 		h.lastCorrection = now
-		return verdict{allowed: true, streak: h.streak}
+		return Verdict{Allowed: true, Streak: h.streak}
 	}
-	v := verdict{wait: wait}
+	v := Verdict{Wait: wait}
 	if h.episodeEnds.IsZero() || !now.Before(h.episodeEnds) {
 		h.streak++
-		v.newEpisode = true
+		v.NewEpisode = true
 	}
 	h.episodeEnds = now.Add(wait)
-	v.streak = h.streak
+	v.Streak = h.streak
 	return v
 }
 
-func (t *DriftThrottle) bucket(target string) *rate.Limiter {
+func (t *Throttle) bucket(target string) *rate.Limiter {
 	b, ok := t.buckets[target]
 	if !ok {
 		b = rate.NewLimiter(rate.Limit(float64(t.perWindow)/t.window.Seconds()), t.perWindow)
@@ -112,8 +114,8 @@ func (t *DriftThrottle) bucket(target string) *rate.Limiter {
 	return b
 }
 
-// inSync notes that a config's targets are as applied: an ongoing episode is over.
-func (t *DriftThrottle) inSync(config string, _ time.Time) {
+// InSync notes that a config's targets are as applied: an ongoing episode is over.
+func (t *Throttle) InSync(config string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if h, ok := t.configs[config]; ok {
@@ -121,14 +123,18 @@ func (t *DriftThrottle) inSync(config string, _ time.Time) {
 	}
 }
 
-// forget drops a config's history (the config was deleted, or the user changed its spec
+// Forget drops a config's history (the config was deleted, or the user changed its spec
 // after it stopped correcting).
-func (t *DriftThrottle) forget(config string) {
+func (t *Throttle) Forget(config string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.configs, config)
 }
 
-func (t *DriftThrottle) describe() string {
+// String says what the throttle allows.
+func (t *Throttle) String() string {
 	return fmt.Sprintf("%d re-applies per %s per target", t.perWindow, t.window)
 }
+
+// MaxStreak is the number of throttle episodes in a row that means thrashing.
+func (t *Throttle) MaxStreak() int { return t.maxStreak }

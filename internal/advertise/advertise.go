@@ -1,4 +1,5 @@
-package controller
+// Package advertise makes every profile discoverable with `kubectl get vpc`.
+package advertise
 
 import (
 	"context"
@@ -32,11 +33,11 @@ const (
 // +kubebuilder:rbac:groups="",namespace=system,resources=configmaps,verbs=create
 // +kubebuilder:rbac:groups="",namespace=system,resources=configmaps,verbs=get;update,resourceNames=virt-advisor-advertised-profiles
 
-// ProfileAdvertiser makes every profile discoverable with `kubectl get vpc`: after
+// Advertiser makes every profile discoverable with `kubectl get vpc`: after
 // leader election it creates, for each profile that never had one, a VirtPlatformConfig
 // with action Ignore and the profile's description. It remembers what it advertised, so
 // a config the user deleted stays deleted.
-type ProfileAdvertiser struct {
+type Advertiser struct {
 	Client    client.Client
 	Reader    client.Reader
 	Profiles  *profiles.Registry
@@ -45,10 +46,10 @@ type ProfileAdvertiser struct {
 }
 
 // NeedLeaderElection implements manager.LeaderElectionRunnable.
-func (a *ProfileAdvertiser) NeedLeaderElection() bool { return true }
+func (a *Advertiser) NeedLeaderElection() bool { return true }
 
 // Start implements manager.Runnable: it advertises once, retrying until it succeeds.
-func (a *ProfileAdvertiser) Start(ctx context.Context) error {
+func (a *Advertiser) Start(ctx context.Context) error {
 	err := wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: time.Second, Factor: 2, Steps: 12, Cap: time.Minute},
 		func(ctx context.Context) (bool, error) {
 			if err := a.advertise(ctx); err != nil {
@@ -63,7 +64,7 @@ func (a *ProfileAdvertiser) Start(ctx context.Context) error {
 	return nil
 }
 
-func (a *ProfileAdvertiser) advertise(ctx context.Context) error {
+func (a *Advertiser) advertise(ctx context.Context) error {
 	record := &corev1.ConfigMap{}
 	key := types.NamespacedName{Namespace: a.Namespace, Name: AdvertisedRecordName}
 	err := a.Reader.Get(ctx, key, record)

@@ -1,4 +1,6 @@
-package controller
+// Package watches watches what the configs' plans depend on: their targets and their
+// inputs, metadata only, registered while the manager runs.
+package watches
 
 import (
 	"context"
@@ -7,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/go-logr/logr"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -28,7 +31,7 @@ import (
 	"github.com/kubevirt/virt-advisor-operator/internal/targets"
 )
 
-// watches watches what the current plans depend on, metadata only, registered while the
+// Watches watches what the current plans depend on, metadata only, registered while the
 // manager runs (a CRD installed later needs no restart):
 //   - targets, through one cache per managed kind that lists only the objects carrying the
 //     managed-by label: memory does not grow with unrelated objects of a managed kind;
@@ -37,7 +40,7 @@ import (
 //     name when the plan read one object, stopped when no plan needs it any more.
 //
 // Events are mapped to the configs whose plans name the object and dropped otherwise.
-type watches struct {
+type Watches struct {
 	mu     sync.Mutex
 	ctx    context.Context
 	ctrl   controller.Controller
@@ -60,9 +63,10 @@ type inputWatch struct {
 	configs map[string]bool
 }
 
-func newWatches(c controller.Controller, mapper meta.RESTMapper, cfg *rest.Config, httpClient *http.Client,
-	scheme *runtime.Scheme, log logr.Logger) *watches {
-	return &watches{
+// New watches for controller c, whose events it enqueues.
+func New(c controller.Controller, mapper meta.RESTMapper, cfg *rest.Config, httpClient *http.Client,
+	scheme *runtime.Scheme, log logr.Logger) *Watches {
+	return &Watches{
 		ctrl: c, mapper: mapper, cfg: cfg, httpClient: httpClient, scheme: scheme, log: log,
 		kinds:    map[schema.GroupKind]context.CancelFunc{},
 		inputs:   map[plan.TargetKey]*inputWatch{},
@@ -72,7 +76,7 @@ func newWatches(c controller.Controller, mapper meta.RESTMapper, cfg *rest.Confi
 }
 
 // Start implements manager.Runnable: input caches live as long as the manager.
-func (w *watches) Start(ctx context.Context) error {
+func (w *Watches) Start(ctx context.Context) error {
 	w.mu.Lock()
 	w.ctx = ctx
 	w.mu.Unlock()
@@ -80,8 +84,8 @@ func (w *watches) Start(ctx context.Context) error {
 	return nil
 }
 
-// track records what a config's plan depends on and watches it.
-func (w *watches) track(vpc *advisorv1alpha1.VirtPlatformConfig) {
+// Track records what a config's plan depends on and watches it.
+func (w *Watches) Track(vpc *advisorv1alpha1.VirtPlatformConfig) {
 	if w == nil {
 		return
 	}
@@ -151,7 +155,7 @@ func waitsForRollout(vpc *advisorv1alpha1.VirtPlatformConfig) bool {
 	return false
 }
 
-func (w *watches) addConfigLocked(k plan.TargetKey, config string) {
+func (w *Watches) addConfigLocked(k plan.TargetKey, config string) {
 	if w.configs[k] == nil {
 		w.configs[k] = map[string]bool{}
 	}
@@ -159,9 +163,9 @@ func (w *watches) addConfigLocked(k plan.TargetKey, config string) {
 	w.byConfig[config] = append(w.byConfig[config], k)
 }
 
-// forget drops a config's targets and inputs. Target informers stay (another plan may
+// Forget drops a config's targets and inputs. Target informers stay (another plan may
 // name the kind again); input caches no plan needs are stopped.
-func (w *watches) forget(config string) {
+func (w *Watches) Forget(config string) {
 	if w == nil {
 		return
 	}
@@ -171,7 +175,7 @@ func (w *watches) forget(config string) {
 	w.stopUnusedInputsLocked()
 }
 
-func (w *watches) untrackLocked(config string) {
+func (w *Watches) untrackLocked(config string) {
 	for _, k := range w.byConfig[config] {
 		delete(w.configs[k], config)
 		if len(w.configs[k]) == 0 {
@@ -184,7 +188,7 @@ func (w *watches) untrackLocked(config string) {
 	delete(w.byConfig, config)
 }
 
-func (w *watches) stopUnusedInputsLocked() {
+func (w *Watches) stopUnusedInputsLocked() {
 	for k, in := range w.inputs {
 		if len(in.configs) == 0 {
 			in.stop()
@@ -195,8 +199,8 @@ func (w *watches) stopUnusedInputsLocked() {
 }
 
 // watchKindLocked watches the managed objects of a kind through a cache of its own, so the
-// watch can be started afresh when the kind's CRD is replaced (see crdChanged).
-func (w *watches) watchKindLocked(gk schema.GroupKind) {
+// watch can be started afresh when the kind's CRD is replaced (see CRDChanged).
+func (w *Watches) watchKindLocked(gk schema.GroupKind) {
 	if _, ok := w.kinds[gk]; ok || w.ctx == nil {
 		return
 	}
@@ -236,10 +240,10 @@ func (w *watches) watchKindLocked(gk schema.GroupKind) {
 	w.log.Info("watching managed kind", "kind", gk.String(), "version", mapping.GroupVersionKind.Version)
 }
 
-// crdChanged drops the watches of every kind and input of the CRD's group: a CRD deleted,
+// CRDChanged drops the watches of every kind and input of the CRD's group: a CRD deleted,
 // created again or no longer served leaves a watch that stopped or backs off for long. The
 // reconciles the CRD event starts register them again, on the kind as it is served now.
-func (w *watches) crdChanged(crdName string) {
+func (w *Watches) CRDChanged(crdName string) {
 	if w == nil {
 		return
 	}
@@ -265,7 +269,7 @@ func (w *watches) crdChanged(crdName string) {
 
 // watchInputLocked starts a metadata-only cache for one input: selected by name for a
 // single object, the whole kind (in its namespace) for a list.
-func (w *watches) watchInputLocked(k plan.TargetKey, config string) {
+func (w *Watches) watchInputLocked(k plan.TargetKey, config string) {
 	if in, ok := w.inputs[k]; ok {
 		in.configs[config] = true
 		return
@@ -342,7 +346,7 @@ func keepLabelsDigest(obj any) (any, error) {
 // source feeds the events of one kind of a cache to the controller: each event enqueues
 // the configs whose plans name its object (keyOf maps it). With labelsOnly, an update that
 // leaves the labels as they were is dropped.
-func (w *watches) source(c cache.Cache, obj client.Object, keyOf func(client.Object) plan.TargetKey,
+func (w *Watches) source(c cache.Cache, obj client.Object, keyOf func(client.Object) plan.TargetKey,
 	labelsOnly bool) source.Source {
 	var preds []predicate.Predicate
 	if labelsOnly {
@@ -353,7 +357,7 @@ func (w *watches) source(c cache.Cache, obj client.Object, keyOf func(client.Obj
 	}), preds...)
 }
 
-func (w *watches) configsOf(k plan.TargetKey) []reconcile.Request {
+func (w *Watches) configsOf(k plan.TargetKey) []reconcile.Request {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	out := make([]reconcile.Request, 0, len(w.configs[k]))
@@ -361,4 +365,25 @@ func (w *watches) configsOf(k plan.TargetKey) []reconcile.Request {
 		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
 	}
 	return out
+}
+
+// CRDMetadata is the metadata-only object the controller watches CRDs with.
+func CRDMetadata() *metav1.PartialObjectMetadata {
+	o := &metav1.PartialObjectMetadata{}
+	o.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+	return o
+}
+
+// CacheOptions keeps the manager's cache to what the operator owns or watches: its
+// configs and CRD metadata in full, and of every managed kind only the objects that carry
+// the managed-by label (metadata only). Targets themselves are always read uncached.
+func CacheOptions() cache.Options {
+	return cache.Options{
+		DefaultLabelSelector: labels.SelectorFromSet(labels.Set{plan.ManagedByLabel: plan.ManagedByValue}),
+		DefaultTransform:     cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&advisorv1alpha1.VirtPlatformConfig{}: {Label: labels.Everything()},
+			CRDMetadata():                         {Label: labels.Everything()},
+		},
+	}
 }

@@ -1,4 +1,4 @@
-package controller
+package metrics_test
 
 import (
 	"testing"
@@ -12,7 +12,7 @@ import (
 )
 
 // virt_advisor_config_reason carries, for every phase, the reason the conditions set by
-// syncConditions show for that phase (shownText): the metric and the status never disagree.
+// SetConditions show for that phase (ShownReason): the metric and the status never disagree.
 func TestConfigReasonMetricIsTheReasonTheStatusShowsForThePhase(t *testing.T) {
 	const name = "metrics-reason-probe"
 	t.Cleanup(func() { metrics.Forget(name) })
@@ -28,8 +28,8 @@ func TestConfigReasonMetricIsTheReasonTheStatusShowsForThePhase(t *testing.T) {
 			Spec:       advisorv1alpha1.VirtPlatformConfigSpec{Profile: name},
 			Status:     advisorv1alpha1.VirtPlatformConfigStatus{Phase: p},
 		}
-		syncConditions(vpc, "ReasonOf"+string(p), "message")
-		want, _ := shownText(vpc)
+		vpc.Status.SetConditions("ReasonOf"+string(p), "message")
+		want, _ := vpc.Status.ShownReason()
 		metrics.Observe(vpc)
 
 		series := reasonSeries(t, name)

@@ -39,7 +39,7 @@ func main() {
 		metricsAddr, probeAddr, pprofAddr, leaderElectionNamespace, namespace string
 		metricsCertPath, metricsCertName, metricsCertKey                      string
 		enableLeaderElection, secureMetrics, enableHTTP2                      bool
-		advertise, showVersion                                                bool
+		advertiseProfiles, showVersion                                        bool
 		healthPoll                                                            time.Duration
 		lease                                                                 leaseDurations
 	)
@@ -70,7 +70,7 @@ func main() {
 	flag.StringVar(&metricsCertKey, "metrics-cert-key", "tls.key", "File name of the metrics key in --metrics-cert-path.")
 	flag.BoolVar(&enableHTTP2, "enable-http2", false,
 		"Allow HTTP/2 on the metrics endpoint (off by default: HTTP/2 rapid reset).")
-	flag.BoolVar(&advertise, "advertise-profiles", true,
+	flag.BoolVar(&advertiseProfiles, "advertise-profiles", true,
 		"Create one VirtPlatformConfig with action Ignore per profile, so every profile shows in `kubectl get vpc`.")
 	flag.DurationVar(&healthPoll, "health-poll-interval", 10*time.Second,
 		"How often an applied item that is still rolling out (a MachineConfigPool) is checked.")
@@ -92,7 +92,7 @@ func main() {
 	if err := run(runOptions{
 		metricsAddr: metricsAddr, probeAddr: probeAddr, pprofAddr: pprofAddr, leaderElection: enableLeaderElection,
 		leaderElectionNamespace: leaderElectionNamespace, namespace: operatorNamespace(namespace),
-		secureMetrics: secureMetrics, enableHTTP2: enableHTTP2, advertise: advertise, healthPoll: healthPoll,
+		secureMetrics: secureMetrics, enableHTTP2: enableHTTP2, advertise: advertiseProfiles, healthPoll: healthPoll,
 		lease: lease, metricsCertPath: metricsCertPath, metricsCertName: metricsCertName, metricsCertKey: metricsCertKey,
 	}); err != nil {
 		log.Error(err, "the manager stopped")

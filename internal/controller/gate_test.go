@@ -15,7 +15,6 @@ import (
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
 	"github.com/kubevirt/virt-advisor-operator/internal/plan"
 	"github.com/kubevirt/virt-advisor-operator/internal/profiles/loadaware"
-	"github.com/kubevirt/virt-advisor-operator/internal/testenv"
 )
 
 // requestHooks runs a test's action right before a chosen request of the operator is
@@ -97,7 +96,7 @@ var _ = Describe("The write gate", func() {
 		By("the PSI MachineConfig drifts, the pool renders the drift, and aggressive mode corrects it")
 		hooks.before(http.MethodGet, "/machineconfigpools", func() {
 			// The Machine Config Operator renders the drifted MachineConfig within seconds.
-			_, _ = run(testenv.Path("hack", "simulate-pool-rollout.sh"), "worker")
+			_ = rollOutWorkers()
 		})
 		driftPSI()
 		Eventually(psiArguments).Should(Equal([]string{"psi=1"}))

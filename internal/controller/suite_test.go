@@ -38,6 +38,7 @@ import (
 	"github.com/kubevirt/virt-advisor-operator/internal/testenv"
 	"github.com/kubevirt/virt-advisor-operator/internal/throttle"
 	"github.com/kubevirt/virt-advisor-operator/internal/watches"
+	"github.com/kubevirt/virt-advisor-operator/test/poolsim"
 )
 
 const operatorVersion = "v1.0.0-test"
@@ -65,6 +66,8 @@ var (
 	restConfig *rest.Config
 	// stopRunning stops the running manager and waits until it stopped.
 	stopRunning func()
+	// mco plays the Machine Config Operator when a spec says so (rolloutPool, degradePool).
+	mco *poolsim.Simulator
 )
 
 // startManager starts the operator as a fresh process would: a new manager, cache,
@@ -153,6 +156,8 @@ var _ = BeforeSuite(func() {
 	Expect(os.WriteFile(kubeconfig, env.KubeConfig, 0o600)).To(Succeed())
 
 	restConfig = cfg
+	mco, err = poolsim.New(cfg, poolsim.Options{Out: GinkgoWriter})
+	Expect(err).NotTo(HaveOccurred())
 	// virt-higher-density stays unregistered here: it is the profile this test operator
 	// does not implement (its own specs are in internal/profiles/higherdensity and the e2e).
 	registry, err = profiles.NewRegistry(loadaware.New(), densityProbe{})
@@ -203,12 +208,20 @@ func command(bin string, args ...string) *exec.Cmd {
 	return cmd
 }
 
+// workerMachines is how many machines the worker pool reports.
+const workerMachines = 3
+
 // rolloutPool plays the Machine Config Operator: the worker pool renders the
-// MachineConfigs it selects and reports Updated.
+// MachineConfigs it selects and reports Updated on them on all its machines.
 func rolloutPool() {
 	GinkgoHelper()
-	out, err := run(testenv.Path("hack", "simulate-pool-rollout.sh"), "worker")
-	Expect(err).NotTo(HaveOccurred(), out)
+	Expect(rollOutWorkers()).To(Succeed())
+}
+
+// rollOutWorkers is rolloutPool for code that cannot fail a spec (a request hook): it
+// returns what went wrong.
+func rollOutWorkers() error {
+	return mco.RollOutOnce(ctx, "worker", workerMachines)
 }
 
 // observePools plays the part of the Machine Config Operator that every sync of a pool
@@ -237,11 +250,11 @@ func observePools(ctx context.Context) {
 	}
 }
 
-// degradePool reports the worker pool Degraded.
+// degradePool reports the worker pool Degraded: a machine of it fails to apply the
+// configuration the pool targets, with message as its reason.
 func degradePool(message string) {
 	GinkgoHelper()
-	out, err := run(testenv.Path("hack", "simulate-pool-rollout.sh"), "worker", "--degrade", message)
-	Expect(err).NotTo(HaveOccurred(), out)
+	Expect(mco.DegradeOnce(ctx, "worker", workerMachines, message)).To(Succeed())
 }
 
 // requestLog records the operator's API requests.

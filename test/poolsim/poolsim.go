@@ -88,7 +88,9 @@
 //
 // The simulator reads through a controller-runtime cache and acts on its events (and on
 // its own timers for the render delay and reboots), never by polling; before it judges
-// anything it waits until its cache shows its own last writes.
+// anything it waits until its cache shows its own last writes. RollOutOnce and DegradeOnce
+// instead play one pool's roll-out, or its failure, at once, on Nodes that exist only in
+// memory, reading the API server directly: for tests that decide when a roll-out ends.
 package poolsim
 
 import (
@@ -152,6 +154,8 @@ type Simulator struct {
 	kubeletConfigs bool
 
 	kick chan struct{}
+	// oneShot makes calls of RollOutOnce and DegradeOnce run one after the other.
+	oneShot sync.Mutex
 
 	// The loop's own state.
 	expectations map[string]expectation
@@ -239,13 +243,8 @@ func (s *Simulator) startCache(ctx context.Context) error {
 		return fmt.Errorf("pool simulator cache: %w", err)
 	}
 	s.cache = c
-	_, err = s.client.RESTMapper().RESTMapping(kubeletConfigGVK.GroupKind(), kubeletConfigGVK.Version)
-	switch {
-	case meta.IsNoMatchError(err):
-	case err != nil:
-		return fmt.Errorf("look up KubeletConfigs: %w", err)
-	default:
-		s.kubeletConfigs = true
+	if err := s.lookUpKubeletConfigs(); err != nil {
+		return err
 	}
 	kinds := []client.Object{newObject(poolGVK, ""), newObject(machineConfigGVK, ""), &corev1.Node{}}
 	if s.kubeletConfigs {
@@ -272,6 +271,20 @@ func (s *Simulator) startCache(ctx context.Context) error {
 	}()
 	if !c.WaitForCacheSync(ctx) {
 		return fmt.Errorf("pool simulator: the informers did not sync: %w", ctx.Err())
+	}
+	return nil
+}
+
+// lookUpKubeletConfigs finds out whether the cluster serves KubeletConfigs.
+func (s *Simulator) lookUpKubeletConfigs() error {
+	_, err := s.client.RESTMapper().RESTMapping(kubeletConfigGVK.GroupKind(), kubeletConfigGVK.Version)
+	switch {
+	case meta.IsNoMatchError(err):
+		s.kubeletConfigs = false
+	case err != nil:
+		return fmt.Errorf("look up KubeletConfigs: %w", err)
+	default:
+		s.kubeletConfigs = true
 	}
 	return nil
 }
@@ -305,7 +318,7 @@ func (s *Simulator) sync(ctx context.Context) {
 		s.wakeAt(until)
 		return
 	}
-	snap, err := s.read(ctx)
+	snap, err := s.read(ctx, s.cache)
 	if err != nil {
 		s.logf("error: %v (retrying)", err)
 		s.wakeAt(time.Now().Add(retryInterval))
@@ -365,9 +378,10 @@ type snapshot struct {
 	nodesOf map[string][]*corev1.Node
 }
 
-func (s *Simulator) read(ctx context.Context) (*snapshot, error) {
+// read takes a snapshot of what r (the cache, or the API server for a one-shot pass) holds.
+func (s *Simulator) read(ctx context.Context, r client.Reader) (*snapshot, error) {
 	snap := &snapshot{configs: map[string]*machineConfig{}, poolOf: map[string]*pool{}, nodesOf: map[string][]*corev1.Node{}}
-	pools, err := s.list(ctx, poolGVK)
+	pools, err := s.list(ctx, r, poolGVK)
 	if err != nil {
 		return nil, err
 	}
@@ -378,7 +392,7 @@ func (s *Simulator) read(ctx context.Context) (*snapshot, error) {
 		}
 		snap.pools = append(snap.pools, p)
 	}
-	configs, err := s.list(ctx, machineConfigGVK)
+	configs, err := s.list(ctx, r, machineConfigGVK)
 	if err != nil {
 		return nil, err
 	}
@@ -391,7 +405,7 @@ func (s *Simulator) read(ctx context.Context) (*snapshot, error) {
 		snap.configList = append(snap.configList, mc)
 	}
 	if s.kubeletConfigs {
-		kcs, err := s.list(ctx, kubeletConfigGVK)
+		kcs, err := s.list(ctx, r, kubeletConfigGVK)
 		if err != nil {
 			return nil, err
 		}
@@ -405,7 +419,7 @@ func (s *Simulator) read(ctx context.Context) (*snapshot, error) {
 		}
 	}
 	nodes := &corev1.NodeList{}
-	if err := s.cache.List(ctx, nodes); err != nil {
+	if err := r.List(ctx, nodes); err != nil {
 		return nil, fmt.Errorf("list Nodes: %w", err)
 	}
 	for i := range nodes.Items {
@@ -424,10 +438,10 @@ func (s *Simulator) read(ctx context.Context) (*snapshot, error) {
 	return snap, nil
 }
 
-func (s *Simulator) list(ctx context.Context, gvk schema.GroupVersionKind) ([]unstructured.Unstructured, error) {
+func (s *Simulator) list(ctx context.Context, r client.Reader, gvk schema.GroupVersionKind) ([]unstructured.Unstructured, error) {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-	if err := s.cache.List(ctx, list); err != nil {
+	if err := r.List(ctx, list); err != nil {
 		return nil, fmt.Errorf("list %ss: %w", gvk.Kind, err)
 	}
 	return list.Items, nil

@@ -180,7 +180,11 @@ type poolView struct {
 		Configuration configurationView `json:"configuration"`
 	} `json:"spec"`
 	Status struct {
+		ObservedGeneration      int64             `json:"observedGeneration"`
 		Configuration           configurationView `json:"configuration"`
+		MachineCount            int               `json:"machineCount"`
+		UpdatedMachineCount     int               `json:"updatedMachineCount"`
+		ReadyMachineCount       int               `json:"readyMachineCount"`
 		UnavailableMachineCount int               `json:"unavailableMachineCount"`
 		DegradedMachineCount    int               `json:"degradedMachineCount"`
 		Conditions              []conditionView   `json:"conditions"`

@@ -48,6 +48,8 @@ type pass struct {
 	// renderConditions are the RenderDegraded conditions the render step decided, by pool,
 	// which the pool's status write of this pass carries.
 	renderConditions map[string]condition
+	// failures are the writes of this pass that failed, conflicts included.
+	failures []error
 }
 
 func objectKey(gvk schema.GroupVersionKind, name string) string { return gvk.Kind + "/" + name }
@@ -183,6 +185,7 @@ func (s *Simulator) report(p *pass, err error) {
 	if err == nil {
 		return
 	}
+	p.failures = append(p.failures, err)
 	if apierrors.IsConflict(err) {
 		return
 	}

@@ -203,8 +203,7 @@ func run(bin string, args ...string) (string, error) {
 
 func command(bin string, args ...string) *exec.Cmd {
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig,
-		"KUBECTL="+filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl"))
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	return cmd
 }
 

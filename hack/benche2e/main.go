@@ -18,9 +18,8 @@
 // deletecollection; dry runs are counted apart) and the ones answered 409 Conflict. The
 // startup row is the time from launching the manager until /readyz answers, with the
 // requests it sent before the plan stage began. The tables list every run and the medians,
-// where the time of each stage went (the class of API request in flight at each moment,
-// see account), and the peak RSS (VmHWM) and the RSS (VmRSS) of the manager at the end of
-// the idle window. One case repeats load-aware-rebalancing among unrelated bulk objects:
+// and the peak RSS (VmHWM) and the RSS (VmRSS) of the manager at the end of the idle
+// window. One case repeats load-aware-rebalancing among unrelated bulk objects:
 // large MachineConfigs and many ConfigMaps (-large).
 //
 // Then, once each: the reboot scenarios (reboots per node and waves per pool for the full

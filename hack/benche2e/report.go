@@ -9,8 +9,8 @@ import (
 	"text/tabwriter"
 )
 
-// printTables writes every run's figures, the medians per case and stage, where the
-// stages' time went, the idle windows and the memory, then the reboot scenarios, the
+// printTables writes every run's figures, the medians per case and stage, the idle
+// windows and the memory, then the reboot scenarios, the
 // node-scale cases, and a summary of the medians and the budgets.
 func printTables(out io.Writer, opts *options, res *results) {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
@@ -22,7 +22,6 @@ func printTables(out io.Writer, opts *options, res *results) {
 		"idle window %s after Completed.\n", opts.renderDelay, opts.scenarioRenderDelay, opts.rebootTime, opts.idle)
 	if len(res.runs) > 0 {
 		printRuns(p, opts, res.runs)
-		printSpent(tw, opts, res.runs)
 		printIdle(p, opts, res.runs)
 	}
 	if len(res.scenarios) > 0 {
@@ -272,36 +271,3 @@ func join(values []float64, decimals int) string {
 
 // num formats a count: a whole number, or .5 for the median of an even number of runs.
 func num(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
-
-// printSpent writes where the time of the plan and apply stages went, from the API
-// server's audit log: each moment counts for the first activity with a request in flight
-// (status writes, target writes, dry runs, reads, the benchmark's own requests, Events),
-// or for no_request. Medians over the runs, in milliseconds; they need not add up.
-func printSpent(tw io.Writer, opts *options, results []runResult) {
-	_, _ = fmt.Fprint(tw, "\nWhere the time of a stage went, by the API request in flight (median ms)\n\n")
-	_, _ = fmt.Fprint(tw, "case\tstage")
-	for _, name := range activityNames {
-		_, _ = fmt.Fprintf(tw, "\t%s", name)
-	}
-	_, _ = fmt.Fprintln(tw)
-	for _, pc := range opts.profiles {
-		runs := runsOf(results, pc.name)
-		if len(runs) == 0 {
-			continue
-		}
-		for i, s := range runs[0].stages {
-			if s.name == stageStartup {
-				continue
-			}
-			_, _ = fmt.Fprintf(tw, "%s\t%s", pc.name, s.name)
-			for a := range activities {
-				var ms []float64
-				for _, r := range runs {
-					ms = append(ms, float64(r.stages[i].spent[a].Microseconds())/1000)
-				}
-				_, _ = fmt.Fprintf(tw, "\t%.1f", median(ms))
-			}
-			_, _ = fmt.Fprintln(tw)
-		}
-	}
-}

@@ -23,8 +23,6 @@ type stageResult struct {
 	name    string
 	seconds float64
 	counts
-	// spent is what the stage's time went to (see account); empty for the startup.
-	spent [activities]time.Duration
 }
 
 // runResult is the figures of one run of a case.
@@ -105,10 +103,8 @@ func runOnce(ctx context.Context, opts *options, pc profileCase, n int) (res run
 	}
 	res.stages = []stageResult{
 		{name: stageStartup, seconds: c.m.ready.Sub(c.m.launched).Seconds(), counts: count(reqs, c.m.launched, planStart)},
-		{name: stagePlan, seconds: reviewAt.Sub(planStart).Seconds(), counts: count(reqs, planStart, reviewAt),
-			spent: account(reqs, planStart, reviewAt)},
-		{name: stageApply, seconds: doneAt.Sub(applyStart).Seconds(), counts: count(reqs, applyStart, doneAt),
-			spent: account(reqs, applyStart, doneAt)},
+		{name: stagePlan, seconds: reviewAt.Sub(planStart).Seconds(), counts: count(reqs, planStart, reviewAt)},
+		{name: stageApply, seconds: doneAt.Sub(applyStart).Seconds(), counts: count(reqs, applyStart, doneAt)},
 	}
 	res.idle = count(reqs, doneAt, idleEnd)
 	res.idleAfter1s = count(reqs, doneAt.Add(time.Second), idleEnd)

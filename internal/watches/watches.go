@@ -5,6 +5,7 @@ package watches
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 
@@ -21,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -115,11 +117,7 @@ func (w *Watches) Track(vpc *advisorv1alpha1.VirtPlatformConfig) {
 			}
 		}
 	}
-	if waitsForRollout(vpc) {
-		// A rollout is judged from the MachineConfigPools: any change of a pool wakes the
-		// config at once, instead of at the next health poll.
-		inputs = append(inputs, plan.TargetKey{Group: targets.MachineConfigPool.GVK.Group, Kind: targets.MachineConfigPool.GVK.Kind})
-	}
+	inputs = append(inputs, rolloutPools(vpc)...)
 	for _, in := range vpc.Status.Inputs {
 		if gv, _ := schema.ParseGroupVersion(in.APIVersion); gv.Group == "apiextensions.k8s.io" {
 			continue // CRDs are watched by the controller itself.
@@ -138,21 +136,34 @@ func (w *Watches) Track(vpc *advisorv1alpha1.VirtPlatformConfig) {
 	w.stopUnusedInputsLocked()
 }
 
-// waitsForRollout tells whether an executing plan has an item, applied or about to be,
-// whose health is a rollout by the MachineConfigPools.
-func waitsForRollout(vpc *advisorv1alpha1.VirtPlatformConfig) bool {
+// rolloutPools are the MachineConfigPools an executing plan waits for: those of
+// status.rollouts that roll out an item, applied or about to be, whose health is a rollout.
+// A rollout is judged from its pools: any change of one wakes the config at once, instead
+// of at the next health poll. Each pool is watched by name, under the key of a pool the
+// plan read by name, so one cache and one event serve both; the whole kind is watched
+// when such an item is in no rollout of status.rollouts.
+func rolloutPools(vpc *advisorv1alpha1.VirtPlatformConfig) []plan.TargetKey {
 	if vpc.Status.Phase != advisorv1alpha1.PhaseInProgress {
-		return false
+		return nil
 	}
+	gvk := targets.MachineConfigPool.GVK
+	var out []plan.TargetKey
 	for _, it := range vpc.Status.Items {
-		if it.State != advisorv1alpha1.ItemPending && it.State != advisorv1alpha1.ItemInProgress {
+		if it.State != advisorv1alpha1.ItemPending && it.State != advisorv1alpha1.ItemInProgress ||
+			it.Action == advisorv1alpha1.ItemActionRelease || !targets.RollsOut(plan.KeyOf(it.TargetRef).GroupKind()) {
 			continue
 		}
-		if it.Action != advisorv1alpha1.ItemActionRelease && targets.RollsOut(plan.KeyOf(it.TargetRef).GroupKind()) {
-			return true
+		found := false
+		for _, ro := range vpc.Status.Rollouts {
+			if slices.Contains(ro.Items, it.Name) {
+				out, found = append(out, plan.TargetKey{Group: gvk.Group, Kind: gvk.Kind, Name: ro.Pool}), true
+			}
+		}
+		if !found {
+			return []plan.TargetKey{{Group: gvk.Group, Kind: gvk.Kind}}
 		}
 	}
-	return false
+	return out
 }
 
 func (w *Watches) addConfigLocked(k plan.TargetKey, config string) {
@@ -344,11 +355,16 @@ func keepLabelsDigest(obj any) (any, error) {
 }
 
 // source feeds the events of one kind of a cache to the controller: each event enqueues
-// the configs whose plans name its object (keyOf maps it). With labelsOnly, an update that
-// leaves the labels as they were is dropped.
+// the configs whose plans name its object (keyOf maps it). The creations of the cache's
+// initial list are dropped: the plan was just rendered from those objects, a change after
+// the list arrives as an update, and every config is reconciled when the manager starts
+// (by its own informer) and when a CRD changes (by the CRD watch). With labelsOnly, an
+// update that leaves the labels as they were is dropped too.
 func (w *Watches) source(c cache.Cache, obj client.Object, keyOf func(client.Object) plan.TargetKey,
 	labelsOnly bool) source.Source {
-	var preds []predicate.Predicate
+	preds := []predicate.Predicate{predicate.Funcs{
+		CreateFunc: func(e event.CreateEvent) bool { return !e.IsInInitialList },
+	}}
 	if labelsOnly {
 		preds = append(preds, predicate.LabelChangedPredicate{})
 	}

@@ -2,6 +2,7 @@ package watches
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
 	"github.com/kubevirt/virt-advisor-operator/internal/plan"
 )
 
@@ -149,4 +151,43 @@ func transformed(t *testing.T, o *metav1.PartialObjectMetadata) *metav1.PartialO
 		t.Fatal(err)
 	}
 	return out.(*metav1.PartialObjectMetadata)
+}
+
+func TestTheInitialListOfACacheWakesNoConfig(t *testing.T) {
+	inf, q := sourceOfNodes(t, false)
+	inf.handler.OnAdd(node("n1", "5", nil), true)
+	if got := takeAll(q); len(got) != 0 {
+		t.Fatalf("an object of the initial list of a cache just started must not wake the config, got %v", got)
+	}
+	inf.handler.OnAdd(node("n1", "6", nil), false)
+	if got := takeAll(q); !slices.Equal(got, []string{"c"}) {
+		t.Fatalf("an object created after the initial list must wake the config, got %v", got)
+	}
+}
+
+func TestAnExecutionWatchesThePoolsOfItsRolloutsByName(t *testing.T) {
+	mc := advisorv1alpha1.TargetReference{APIVersion: "machineconfiguration.openshift.io/v1", Kind: "MachineConfig", Name: "99-worker-psi-karg"}
+	hco := advisorv1alpha1.TargetReference{APIVersion: "hco.kubevirt.io/v1beta1", Kind: "HyperConverged", Name: "kubevirt-hyperconverged"}
+	vpc := &advisorv1alpha1.VirtPlatformConfig{Status: advisorv1alpha1.VirtPlatformConfigStatus{
+		Phase: advisorv1alpha1.PhaseInProgress,
+		Items: []advisorv1alpha1.PlanItem{
+			{Name: "hco", TargetRef: hco, State: advisorv1alpha1.ItemPending},
+			{Name: "karg", TargetRef: mc, State: advisorv1alpha1.ItemInProgress},
+		},
+		Rollouts: []advisorv1alpha1.PoolRollout{{Pool: "master"}, {Pool: "worker", Items: []string{"karg"}}},
+	}}
+	pool := plan.TargetKey{Group: "machineconfiguration.openshift.io", Kind: "MachineConfigPool"}
+	byName := pool
+	byName.Name = "worker"
+	if got := rolloutPools(vpc); !slices.Equal(got, []plan.TargetKey{byName}) {
+		t.Errorf("an item rolling out in pool worker: want the pool watched by name, got %v", got)
+	}
+	vpc.Status.Rollouts = nil
+	if got := rolloutPools(vpc); !slices.Equal(got, []plan.TargetKey{pool}) {
+		t.Errorf("an item rolling out in no pool of status.rollouts: want every pool watched, got %v", got)
+	}
+	vpc.Status.Phase = advisorv1alpha1.PhaseCompleted
+	if got := rolloutPools(vpc); len(got) != 0 {
+		t.Errorf("a completed plan waits for no pool, got %v", got)
+	}
 }

@@ -4,8 +4,11 @@ package watches
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"net/http"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 
@@ -342,16 +345,49 @@ const labelsDigestKey = "virt-advisor.kubevirt.io/labels-digest"
 // (Nodes): such a cache only feeds events, and LabelChangedPredicate only compares labels,
 // so an object keeps its identity and a digest of its labels in place of them. Thousands of
 // Nodes, each with hundreds of Node Feature Discovery labels and long annotations, then
-// take a few hundred bytes each for as long as a plan depends on them.
+// take a few hundred bytes each for as long as a plan depends on them. The digest is taken
+// from the labels as they are, without encoding them first: a few allocations per Node
+// while the initial list of thousands of Nodes streams in.
 func keepLabelsDigest(obj any) (any, error) {
 	m, ok := obj.(*metav1.PartialObjectMetadata)
 	if !ok {
 		return obj, nil
 	}
+	if reduced(m) {
+		// The informer hands the initial events of a watch-list to the transform twice: as
+		// they arrive, and again when they replace the cache's contents.
+		return m, nil
+	}
 	return &metav1.PartialObjectMetadata{TypeMeta: m.TypeMeta, ObjectMeta: metav1.ObjectMeta{
 		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
-		Labels: map[string]string{labelsDigestKey: plan.HashJSON(m.Labels)},
+		Labels: map[string]string{labelsDigestKey: labelsDigest(m.Labels)},
 	}}, nil
+}
+
+// reduced tells whether keepLabelsDigest made m.
+func reduced(m *metav1.PartialObjectMetadata) bool {
+	_, digest := m.Labels[labelsDigestKey]
+	return digest && len(m.Labels) == 1 && len(m.Annotations) == 0 && len(m.ManagedFields) == 0
+}
+
+// labelsDigest tells sets of labels apart: the first 128 bits of the SHA-256 of the
+// labels in the order of their keys, each key and value followed by a zero byte (which
+// neither can contain).
+func labelsDigest(set map[string]string) string {
+	keys := make([]string, 0, len(set))
+	for k := range set {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	h := sha256.New()
+	var buf []byte
+	for _, k := range keys {
+		buf = append(append(buf[:0], k...), 0)
+		buf = append(append(buf, set[k]...), 0)
+		_, _ = h.Write(buf)
+	}
+	var sum [sha256.Size]byte
+	return hex.EncodeToString(h.Sum(sum[:0])[:16])
 }
 
 // source feeds the events of one kind of a cache to the controller: each event enqueues

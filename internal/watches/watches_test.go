@@ -126,6 +126,13 @@ func TestANodeInAnInputCacheKeepsItsIdentityAndADigestOfItsLabels(t *testing.T) 
 		t.Errorf("the cached Node keeps annotations %v, managedFields %v and labels %v; want only the digest of its labels",
 			kept.Annotations, kept.ManagedFields, kept.Labels)
 	}
+	again, err := keepLabelsDigest(kept)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again != any(kept) {
+		t.Errorf("a Node transformed again (as the informer does with the initial events of a watch-list) is not kept as it was: %+v", again)
+	}
 
 	inf, q := sourceOfNodes(t, true)
 	heartbeat := full.DeepCopy()
@@ -189,5 +196,28 @@ func TestAnExecutionWatchesThePoolsOfItsRolloutsByName(t *testing.T) {
 	vpc.Status.Phase = advisorv1alpha1.PhaseCompleted
 	if got := rolloutPools(vpc); len(got) != 0 {
 		t.Errorf("a completed plan waits for no pool, got %v", got)
+	}
+}
+
+func TestTheLabelsDigestTellsLabelSetsApart(t *testing.T) {
+	base := map[string]string{"kubernetes.io/hostname": "n1", "feature.node.kubernetes.io/memory-numa": "true", "node-role.kubernetes.io/worker": ""}
+	same := map[string]string{}
+	for k, v := range base {
+		same[k] = v
+	}
+	if labelsDigest(base) != labelsDigest(same) {
+		t.Errorf("equal labels give different digests")
+	}
+	for name, other := range map[string]map[string]string{
+		"a value changed":            {"kubernetes.io/hostname": "n1", "feature.node.kubernetes.io/memory-numa": "false", "node-role.kubernetes.io/worker": ""},
+		"a label added":              {"kubernetes.io/hostname": "n1", "feature.node.kubernetes.io/memory-numa": "true", "node-role.kubernetes.io/worker": "", "a": ""},
+		"a label removed":            {"kubernetes.io/hostname": "n1", "feature.node.kubernetes.io/memory-numa": "true"},
+		"a value moved into its key": {"kubernetes.io/hostname": "n1", "feature.node.kubernetes.io/memory-numatrue": "", "node-role.kubernetes.io/worker": ""},
+		"a key moved into the value": {"kubernetes.io/hostname": "n1", "feature.node.kubernetes.io/memory-": "numatrue", "node-role.kubernetes.io/worker": ""},
+		"no labels":                  nil,
+	} {
+		if labelsDigest(other) == labelsDigest(base) {
+			t.Errorf("%s: the digest did not change", name)
+		}
 	}
 }

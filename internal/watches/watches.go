@@ -25,7 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -391,16 +390,13 @@ func labelsDigest(set map[string]string) string {
 }
 
 // source feeds the events of one kind of a cache to the controller: each event enqueues
-// the configs whose plans name its object (keyOf maps it). The creations of the cache's
-// initial list are dropped: the plan was just rendered from those objects, a change after
-// the list arrives as an update, and every config is reconciled when the manager starts
-// (by its own informer) and when a CRD changes (by the CRD watch). With labelsOnly, an
-// update that leaves the labels as they were is dropped too.
+// the configs whose plans name its object (keyOf maps it). The creations of a cache's
+// initial list wake them too: an object may have changed between the read a plan was
+// rendered from and the list. With labelsOnly, an update that leaves the labels as they
+// were is dropped.
 func (w *Watches) source(c cache.Cache, obj client.Object, keyOf func(client.Object) plan.TargetKey,
 	labelsOnly bool) source.Source {
-	preds := []predicate.Predicate{predicate.Funcs{
-		CreateFunc: func(e event.CreateEvent) bool { return !e.IsInInitialList },
-	}}
+	var preds []predicate.Predicate
 	if labelsOnly {
 		preds = append(preds, predicate.LabelChangedPredicate{})
 	}

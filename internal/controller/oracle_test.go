@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
+	"github.com/kubevirt/virt-advisor-operator/internal/batch"
 	"github.com/kubevirt/virt-advisor-operator/internal/plan"
 	"github.com/kubevirt/virt-advisor-operator/internal/targets"
 )
@@ -164,10 +166,14 @@ func (o *approvalOracle) judge(req *http.Request, w writeTarget, body []byte) st
 
 // judgePause judges a write of a MachineConfigPool's pause: a pause needs a config whose
 // persisted status approves its plan and records that it is pausing that pool; a pause
-// given back needs a config that records it is resuming the pool, or a deleted config the
-// pool names.
+// given back needs a config that records it is resuming the pool, or a holder the pool
+// names that holds no pause of it: a deleted config, or one created again under the same
+// name whose persisted status holds none.
 func judgePause(req *http.Request, w writeTarget, body []byte, list *advisorv1alpha1.VirtPlatformConfigList) string {
 	var patch struct {
+		Metadata struct {
+			Annotations map[string]*string `json:"annotations"`
+		} `json:"metadata"`
 		Spec struct {
 			Paused bool `json:"paused"`
 		} `json:"spec"`
@@ -175,13 +181,15 @@ func judgePause(req *http.Request, w writeTarget, body []byte, list *advisorv1al
 	if err := json.Unmarshal(body, &patch); err != nil {
 		return fmt.Sprintf("%s %s: not a merge patch of the pause: %v", req.Method, req.URL.Path, err)
 	}
-	existing := map[string]bool{}
+	holding := map[string]bool{}
 	for i := range list.Items {
 		vpc := &list.Items[i]
-		existing[vpc.Name] = true
 		for _, ro := range vpc.Status.Rollouts {
 			if ro.Pool != w.name {
 				continue
+			}
+			if batch.HoldsPause(ro) {
+				holding[vpc.Name] = true
 			}
 			switch {
 			case ro.PauseState == advisorv1alpha1.PauseResuming:
@@ -195,9 +203,13 @@ func judgePause(req *http.Request, w writeTarget, body []byte, list *advisorv1al
 		pool := &unstructured.Unstructured{}
 		pool.SetGroupVersionKind(targets.MachineConfigPool.GVK)
 		if err := k8s.Get(ctx, client.ObjectKey{Name: w.name}, pool); err == nil {
+			var kept []string
+			if v := patch.Metadata.Annotations[targets.PausedByAnnotation]; v != nil {
+				kept = strings.Split(*v, ",")
+			}
 			for _, holder := range targets.PausedBy(pool) {
-				if !existing[holder] {
-					return ""
+				if !holding[holder] && !slices.Contains(kept, holder) {
+					return "" // gives back the pause of a holder that holds none any more
 				}
 			}
 		}

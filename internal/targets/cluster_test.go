@@ -22,13 +22,15 @@ type cluster struct {
 	objects []*unstructured.Unstructured
 	// notServed are kinds the cluster does not serve: their lists fail with a no-match error.
 	notServed map[string]bool
+	// failing are kinds whose reads and lists fail with the error.
+	failing map[string]error
 }
 
 var _ client.Reader = (*cluster)(nil)
 
 // clusterOf is a cluster holding the objects of the YAML documents.
 func clusterOf(docs ...string) *cluster {
-	c := &cluster{notServed: map[string]bool{}}
+	c := &cluster{notServed: map[string]bool{}, failing: map[string]error{}}
 	for _, doc := range docs {
 		c.objects = append(c.objects, object(doc))
 	}
@@ -51,6 +53,9 @@ func (c *cluster) Get(_ context.Context, key client.ObjectKey, obj client.Object
 	}
 	if c.notServed[kind] {
 		return &meta.NoKindMatchError{GroupKind: obj.GetObjectKind().GroupVersionKind().GroupKind()}
+	}
+	if err := c.failing[kind]; err != nil {
+		return err
 	}
 	for _, o := range c.objects {
 		if o.GetKind() != kind || o.GetNamespace() != key.Namespace || o.GetName() != key.Name {
@@ -76,6 +81,9 @@ func (c *cluster) List(_ context.Context, list client.ObjectList, _ ...client.Li
 	kind := strings.TrimSuffix(gvk.Kind, "List")
 	if c.notServed[kind] {
 		return &meta.NoKindMatchError{GroupKind: schema.GroupKind{Group: gvk.Group, Kind: kind}}
+	}
+	if err := c.failing[kind]; err != nil {
+		return err
 	}
 	ul.Items = nil
 	for _, o := range c.objects {

@@ -2,11 +2,14 @@ package targets_test
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"testing"
 
 	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kubevirt/virt-advisor-operator/internal/targets"
 )
@@ -341,4 +344,155 @@ func TestMastersSchedulable(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(got).To(BeFalse())
 	})
+}
+
+// forecastCluster is a cluster holding the pools worker (6 nodes, 2 at a time), master (3
+// nodes) and infra (2 nodes), each selecting the MachineConfigs of its role, and objs.
+func forecastCluster(objs ...*unstructured.Unstructured) *cluster {
+	worker := pool{name: "worker", role: "worker", conditions: updated, machines: 6, updated: 6}.object()
+	worker.Object["spec"].(map[string]any)["maxUnavailable"] = int64(2)
+	c := clusterOf()
+	c.objects = append(c.objects, worker,
+		pool{name: "master", role: "master", conditions: updated, machines: 3, updated: 3}.object(),
+		pool{name: "infra", role: "infra", conditions: updated, machines: 2, updated: 2}.object())
+	c.objects = append(c.objects, objs...)
+	return c
+}
+
+// roleMC is a MachineConfig of role with the spec of the YAML document.
+func roleMC(name, role, spec string) *unstructured.Unstructured {
+	mc := mcOf(spec)
+	mc.SetName(name)
+	mc.SetLabels(map[string]string{roleLabel: role})
+	return mc
+}
+
+// registriesMC is the MachineConfig of the master pool that writes registries.conf.
+func registriesMC() *unstructured.Unstructured {
+	return roleMC("99-master-registries", "master",
+		`{config: {ignition: {version: 3.2.0}, storage: {files: [{path: /etc/containers/registries.conf, contents: {source: "data:,a"}}]}}}`)
+}
+
+func TestForecastGroupsTheItemsOfEachPoolTheyReachInTheOrderOfThePoolsNames(t *testing.T) {
+	g := NewWithT(t)
+	got, err := targets.Forecast(context.Background(), forecastCluster(), []targets.PlannedChange{
+		{Item: "psi", Desired: machineConfig(psiMC, "worker", psi())},
+		{Item: "registries", Desired: registriesMC()},
+		{Item: "kubelet", Desired: kubeletConfig("kc", map[string]any{poolLabel + "worker": ""})},
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got).To(Equal([]targets.ItemsForecast{
+		{PoolForecast: targets.PoolForecast{Pool: "master", Nodes: 3, MaxUnavailable: "1", Waves: 3, Drain: true,
+			Reasons: []string{"file /etc/containers/registries.conf changes (CRI-O reload, may drain)"}},
+			Items: []string{"registries"}},
+		{PoolForecast: targets.PoolForecast{Pool: "worker", Nodes: 6, MaxUnavailable: "2", Waves: 3, Reboot: true, Drain: true,
+			Reasons: []string{"kernel arguments change", "file /etc/kubernetes/kubelet.conf changes (reboot)"}},
+			Items: []string{"psi", "kubelet"}},
+	}), "the infra pool renders from none of the changed objects")
+}
+
+func TestForecastFollowsTheNodeDisruptionPolicyTheClusterReports(t *testing.T) {
+	policyOf := func(action string) *unstructured.Unstructured {
+		return machineConfiguration(map[string]any{"nodeDisruptionPolicyStatus": map[string]any{"clusterPolicies": map[string]any{
+			"files": []any{map[string]any{"path": "/etc/containers/registries.conf", "actions": []any{map[string]any{"type": action}}}},
+		}}})
+	}
+	cases := []struct {
+		name string
+		// configuration is the MachineConfiguration cluster; nil when there is none.
+		configuration *unstructured.Unstructured
+		drain         bool
+		reason        string
+	}{
+		{"when the cluster reports no policy, it should follow the daemon's own rules",
+			nil, true, "file /etc/containers/registries.conf changes (CRI-O reload, may drain)"},
+		{"when the policy of the file is Special, it should follow it and may drain",
+			policyOf("Special"), true, "file /etc/containers/registries.conf changes (policy: Special)"},
+		{"when the policy of the file is None, it should follow it and neither drain nor reboot",
+			policyOf("None"), false, "file /etc/containers/registries.conf changes (policy: None)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			c := forecastCluster()
+			if tc.configuration != nil {
+				c = forecastCluster(tc.configuration)
+			}
+			got, err := targets.Forecast(context.Background(), c, []targets.PlannedChange{{Item: "registries", Desired: registriesMC()}})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(got).To(Equal([]targets.ItemsForecast{{PoolForecast: targets.PoolForecast{
+				Pool: "master", Nodes: 3, MaxUnavailable: "1", Waves: 3, Drain: tc.drain, Reasons: []string{tc.reason},
+			}, Items: []string{"registries"}}}))
+		})
+	}
+}
+
+func TestForecastLeavesOutChangesThatTouchNoNodeAndPoolsNoChangeReaches(t *testing.T) {
+	g := NewWithT(t)
+	kc := kubeletConfig("kc", map[string]any{poolLabel + "master": ""})
+	c := forecastCluster(machineConfig(psiMC, "worker", psi()), kc)
+	got, err := targets.Forecast(context.Background(), c, []targets.PlannedChange{
+		{Item: "psi", Desired: machineConfig(psiMC, "worker", psi())},
+		{Item: "swap", Desired: roleMC("99-worker-swap", "worker", `{config: {ignition: {version: 3.2.0}, systemd: {units: [{name: swap.service, enabled: true}]}}}`)},
+		{Item: "kubelet", Desired: kc.DeepCopy()},
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got).To(Equal([]targets.ItemsForecast{
+		{PoolForecast: targets.PoolForecast{Pool: "worker", Nodes: 6, MaxUnavailable: "2", Waves: 3, Reboot: true, Drain: true,
+			Reasons: []string{"systemd unit swap.service changes (reboot)"}},
+			Items: []string{"swap"}},
+	}), "psi and kubelet are applied as they are live; the master pool renders from kubelet only")
+}
+
+func TestForecastOfADeletedItemForecastsItsRemoval(t *testing.T) {
+	g := NewWithT(t)
+	live := machineConfig(psiMC, "worker", psi())
+	got, err := targets.Forecast(context.Background(), forecastCluster(live), []targets.PlannedChange{
+		{Item: "psi", Desired: live.DeepCopy(), Deleted: true},
+		{Item: "gone", Desired: roleMC("99-master-gone", "master", `{kernelArguments: [nosmt]}`), Deleted: true},
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got).To(Equal([]targets.ItemsForecast{
+		{PoolForecast: targets.PoolForecast{Pool: "worker", Nodes: 6, MaxUnavailable: "2", Waves: 3, Reboot: true, Drain: true,
+			Reasons: []string{"kernel arguments change"}},
+			Items: []string{"psi"}},
+	}), "removing psi=1 reboots the worker nodes; deleting a MachineConfig already gone changes nothing")
+}
+
+// forbidden is the error of a read the operator's role does not allow.
+var forbidden = apierrors.NewForbidden(schema.GroupResource{Group: "machineconfiguration.openshift.io"}, "", errors.New("RBAC denies it"))
+
+func TestForecastOfNoChangesIsNilWithoutReadingTheCluster(t *testing.T) {
+	g := NewWithT(t)
+	c := forecastCluster()
+	c.failing["MachineConfigPool"], c.failing["MachineConfiguration"] = forbidden, forbidden
+	got, err := targets.Forecast(context.Background(), c, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got).To(BeNil())
+}
+
+func TestForecastReturnsAReadErrorOtherThanNotFoundNamingWhatItReads(t *testing.T) {
+	cases := []struct {
+		name, kind, want string
+	}{
+		{"when listing the pools fails, it should name them", "MachineConfigPool", "list MachineConfigPools: "},
+		{"when reading the node disruption policy fails, it should name its object",
+			"MachineConfiguration", "read MachineConfiguration cluster: "},
+		{"when reading a changed MachineConfig fails, it should name it", "MachineConfig", "read MachineConfig " + psiMC + ": "},
+		{"when reading a changed KubeletConfig fails, it should name it", "KubeletConfig", "read KubeletConfig kc: "},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			c := forecastCluster()
+			c.failing[tc.kind] = forbidden
+			got, err := targets.Forecast(context.Background(), c, []targets.PlannedChange{
+				{Item: "psi", Desired: machineConfig(psiMC, "worker", psi())},
+				{Item: "kubelet", Desired: kubeletConfig("kc", map[string]any{poolLabel + "worker": ""})},
+			})
+			g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "got %v", err)
+			g.Expect(err.Error()).To(HavePrefix(tc.want))
+			g.Expect(got).To(BeNil())
+		})
+	}
 }

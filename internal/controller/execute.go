@@ -295,13 +295,14 @@ func (r *VirtPlatformConfigReconciler) checkItemHealth(ctx context.Context, s *s
 	return ctrl.Result{RequeueAfter: wait}, nil
 }
 
-// afterItem goes on after an item finished: the next step takes the next item, or
-// finishes the execution.
+// afterItem goes on after an item finished: the same step takes the next item, or
+// finishes the execution. The finished item is persisted with the status the write gate
+// writes before the next item's write (rule 12), or at the end of the step.
 func (r *VirtPlatformConfigReconciler) afterItem(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if nextItem(s) < 0 {
 		return r.finishExecution(ctx, s)
 	}
-	return ctrl.Result{RequeueAfter: immediately}, nil
+	return r.execute(ctx, s)
 }
 
 // pause stops execution before item i because the approval was withdrawn.

@@ -33,8 +33,10 @@ func batchPending(s *scope) bool {
 	return false
 }
 
-// executeBatch takes one step of the batch: hold it at a gate, pause a pool, apply an
-// item, resume a pool, or judge the rollouts.
+// executeBatch takes the batch as far as it goes in one step: past its gates, pausing its
+// pools, applying its items and resuming the pools, then judging the rollouts. What one
+// write did is persisted with the status the write gate writes before the next write
+// (rule 12), or at the end of the step.
 func (r *VirtPlatformConfigReconciler) executeBatch(ctx context.Context, s *scope) (ctrl.Result, error) {
 	st := &s.vpc.Status
 	items := batch.Items(st)
@@ -47,7 +49,7 @@ func (r *VirtPlatformConfigReconciler) executeBatch(ctx context.Context, s *scop
 	}
 	for k, ro := range st.Rollouts {
 		if ro.Pause && len(ro.Items) > 0 && (ro.PauseState == "" || ro.PauseState == advisorv1alpha1.PausePausing) && batchPending(s) {
-			return r.pausePool(ctx, s, k)
+			return r.goOnWithBatch(ctx, s)(r.pausePool(ctx, s, k))
 		}
 	}
 	for _, i := range items {
@@ -64,13 +66,24 @@ func (r *VirtPlatformConfigReconciler) executeBatch(ctx context.Context, s *scop
 				msg += " in MachineConfigPool " + strings.Join(pools, ", MachineConfigPool ")
 			}
 			s.setItemState(i, advisorv1alpha1.ItemInProgress, msg)
-			return ctrl.Result{RequeueAfter: immediately}, nil
+			return r.executeBatch(ctx, s)
 		}
 	}
 	if res, acted, err := r.releasePauses(ctx, s); acted || err != nil {
-		return res, err
+		return r.goOnWithBatch(ctx, s)(res, err)
 	}
 	return r.checkBatch(ctx, s, items)
+}
+
+// goOnWithBatch goes on with the batch in the same step after a pool's pause was taken or
+// given back, unless that stopped the step (a refused write, an error).
+func (r *VirtPlatformConfigReconciler) goOnWithBatch(ctx context.Context, s *scope) func(ctrl.Result, error) (ctrl.Result, error) {
+	return func(res ctrl.Result, err error) (ctrl.Result, error) {
+		if err != nil || res.RequeueAfter != immediately {
+			return res, err
+		}
+		return r.executeBatch(ctx, s)
+	}
 }
 
 // holdBatch holds the batch before it starts while it is not safe to roll out: outside

@@ -38,7 +38,7 @@ var _ = Describe("Status", func() {
 		expectConditions(waitPhase(advisorv1alpha1.PhaseIgnored), "Ignored")
 	})
 
-	It("rule 12: status is written with a guarded patch, only when it changed, before each outside write it authorizes, never looping on conflicts", func() {
+	It("rule 12: status is written with a guarded patch, only when it changed, before each outside write it authorizes (once between two writes of one step), never looping on conflicts", func() {
 		mark := requests.mark()
 		completedConfig(advisorv1alpha1.VirtPlatformConfigSpec{})
 		var writes []request
@@ -55,7 +55,7 @@ var _ = Describe("Status", func() {
 			}
 		}
 		statusPath := "/virtplatformconfigs/" + configName + "/status"
-		targetWrites, poolWrites := 0, 0
+		targetWrites, poolWrites, lastOutside := 0, 0, -1
 		for i, w := range writes {
 			if strings.HasSuffix(w.path, statusPath) {
 				Expect(w.method).To(Equal("PATCH"), "status is written with a patch")
@@ -68,6 +68,13 @@ var _ = Describe("Status", func() {
 			}
 			Expect(i).To(BeNumerically(">", 0))
 			Expect(writes[i-1].path).To(HaveSuffix(statusPath), "%s %s follows a status write that authorizes it", w.method, w.path)
+			if lastOutside >= 0 {
+				// The descheduler is done once written, and a pool's pause once taken: the
+				// step goes on, and the one status write before the next write also
+				// records what the previous one did.
+				Expect(i-lastOutside).To(Equal(2), "one status write between %s and %s %s", writes[lastOutside].path, w.method, w.path)
+			}
+			lastOutside = i
 		}
 		Expect(targetWrites).To(Equal(2), "one write per item")
 		Expect(poolWrites).To(Equal(2), "the worker pool is paused around the MachineConfig, then resumed")

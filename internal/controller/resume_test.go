@@ -41,8 +41,10 @@ var _ = Describe("Resuming after a crash", func() {
 			Eventually(itemState).WithArguments(loadaware.ItemPSI).Should(Equal(advisorv1alpha1.ItemInProgress))
 			Expect(item(getConfig(), loadaware.ItemDescheduler).State).To(Equal(advisorv1alpha1.ItemCompleted))
 			Expect(requests.writesSince(mark, "kubedeschedulers")).To(HaveLen(1), "the item was applied a second time")
+			// The Events of a step are recorded once the step is persisted: after the status
+			// that shows the next item on its way.
+			Eventually(eventReasons).Should(ContainElement(advisorv1alpha1.EventItemAlreadyApplied))
 			Expect(eventReasons()).NotTo(ContainElement(advisorv1alpha1.ReasonPlanStale))
-			Expect(eventReasons()).To(ContainElement(advisorv1alpha1.EventItemAlreadyApplied))
 			rolloutPool()
 			waitPhase(advisorv1alpha1.PhaseCompleted)
 		},

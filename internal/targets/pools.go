@@ -17,6 +17,11 @@ import (
 // paused by somebody else, and the operator never resumes it.
 const PausedByAnnotation = "advisor.kubevirt.io/paused-by"
 
+// IsRenderedConfig tells whether a MachineConfig's name is that of a configuration the
+// Machine Config Operator rendered for a pool: rendered-<pool>-<hash of its content>. Such a
+// configuration never changes; a pool moves to another one instead.
+func IsRenderedConfig(name string) bool { return strings.HasPrefix(name, "rendered-") }
+
 // ListPools lists the MachineConfigPools, sorted by name; served is false when the
 // cluster has no MachineConfigPool kind.
 func ListPools(ctx context.Context, reader client.Reader) (pools []unstructured.Unstructured, served bool, err error) {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"maps"
 	"net/http"
 	"slices"
 	"sort"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/go-logr/logr"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -22,11 +24,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -59,6 +62,9 @@ type Watches struct {
 	inputs   map[plan.TargetKey]*inputWatch
 	configs  map[plan.TargetKey]map[string]bool
 	byConfig map[string][]plan.TargetKey
+	// managers are the field managers of the configs' profiles: an update that only
+	// records a config's own write does not wake it.
+	managers map[string]string
 }
 
 // inputWatch is the cache of one input.
@@ -76,6 +82,7 @@ func New(c controller.Controller, mapper meta.RESTMapper, cfg *rest.Config, http
 		inputs:   map[plan.TargetKey]*inputWatch{},
 		configs:  map[plan.TargetKey]map[string]bool{},
 		byConfig: map[string][]plan.TargetKey{},
+		managers: map[string]string{},
 	}
 }
 
@@ -124,9 +131,15 @@ func (w *Watches) Track(vpc *advisorv1alpha1.VirtPlatformConfig) {
 		if gv, _ := schema.ParseGroupVersion(in.APIVersion); gv.Group == "apiextensions.k8s.io" {
 			continue // CRDs are watched by the controller itself.
 		}
+		if in.Kind == targets.MachineConfig.GVK.Kind && targets.IsRenderedConfig(in.Name) {
+			// Never changes: the pool that runs it, which the plan read to find it, is
+			// watched, and moves to another one instead.
+			continue
+		}
 		inputs = append(inputs, plan.KeyOf(advisorv1alpha1.TargetReference{APIVersion: in.APIVersion, Kind: in.Kind, Namespace: in.Namespace, Name: in.Name}))
 	}
 	w.untrackLocked(name)
+	w.managers[name] = plan.FieldManagerFor(string(vpc.Spec.Profile))
 	for _, k := range keys {
 		w.addConfigLocked(k, name)
 		w.watchKindLocked(k.GroupKind())
@@ -199,6 +212,7 @@ func (w *Watches) untrackLocked(config string) {
 		}
 	}
 	delete(w.byConfig, config)
+	delete(w.managers, config)
 }
 
 func (w *Watches) stopUnusedInputsLocked() {
@@ -227,7 +241,7 @@ func (w *Watches) watchKindLocked(gk schema.GroupKind) {
 	c, err := cache.New(w.cfg, cache.Options{
 		HTTPClient: w.httpClient, Scheme: w.scheme, Mapper: w.mapper,
 		DefaultLabelSelector: labels.SelectorFromSet(labels.Set{plan.ManagedByLabel: plan.ManagedByValue}),
-		DefaultTransform:     cache.TransformStripManagedFields(),
+		DefaultTransform:     digestManagedFields,
 	})
 	if err != nil {
 		w.log.Error(err, "cannot watch a managed kind", "kind", gk.String())
@@ -244,7 +258,7 @@ func (w *Watches) watchKindLocked(gk schema.GroupKind) {
 	keyOf := func(o client.Object) plan.TargetKey {
 		return plan.TargetKey{Group: gk.Group, Kind: gk.Kind, Namespace: o.GetNamespace(), Name: o.GetName()}
 	}
-	if err := w.ctrl.Watch(w.source(c, obj, keyOf, false)); err != nil {
+	if err := w.ctrl.Watch(w.source(c, obj, keyOf, targetEvents)); err != nil {
 		stop()
 		w.log.Error(err, "cannot watch a managed kind", "kind", gk.String())
 		return
@@ -298,7 +312,7 @@ func (w *Watches) watchInputLocked(k plan.TargetKey, config string) {
 	// A node's labels are its hardware facts; its heartbeats and annotations change nothing
 	// a plan depends on, and in a large cluster they never stop.
 	labelsOnly := k.GroupKind() == (schema.GroupKind{Kind: "Node"})
-	opts := cache.Options{HTTPClient: w.httpClient, Scheme: w.scheme, Mapper: w.mapper, DefaultTransform: cache.TransformStripManagedFields()}
+	opts := cache.Options{HTTPClient: w.httpClient, Scheme: w.scheme, Mapper: w.mapper, DefaultTransform: digestManagedFields}
 	if labelsOnly {
 		opts.DefaultTransform = keepLabelsDigest
 	}
@@ -328,7 +342,11 @@ func (w *Watches) watchInputLocked(k plan.TargetKey, config string) {
 		}
 		return plan.TargetKey{Group: gk.Group, Kind: gk.Kind, Namespace: o.GetNamespace(), Name: o.GetName()}
 	}
-	if err := w.ctrl.Watch(w.source(c, obj, keyOf, labelsOnly)); err != nil {
+	events := inputEvents
+	if labelsOnly {
+		events = labelEvents
+	}
+	if err := w.ctrl.Watch(w.source(c, obj, keyOf, events)); err != nil {
 		stop()
 		w.log.Error(err, "cannot watch an input", "input", k.String())
 		return
@@ -389,21 +407,165 @@ func labelsDigest(set map[string]string) string {
 	return hex.EncodeToString(h.Sum(sum[:0])[:16])
 }
 
+// eventKind is what the updates of a cache's objects are judged by.
+type eventKind int
+
+const (
+	// targetEvents: a target's update wakes every config watching it, except the one
+	// whose own profile made it (see ownWrite).
+	targetEvents eventKind = iota
+	// inputEvents: an input's update wakes its configs as a target's does, and only when
+	// what a plan is rendered from changed: its spec (as its generation counts it), labels,
+	// annotations or deletion; for a MachineConfigPool, any change, since profiles and
+	// rollouts read its status (the configuration it runs, its machines). A profile's own
+	// write changes nothing it is rendered from: a target's values never count among its
+	// inputs.
+	inputEvents
+	// labelEvents: an input watched for its labels (a Node) wakes its configs when they
+	// change.
+	labelEvents
+)
+
 // source feeds the events of one kind of a cache to the controller: each event enqueues
-// the configs whose plans name its object (keyOf maps it). The creations of a cache's
-// initial list wake them too: an object may have changed between the read a plan was
-// rendered from and the list. With labelsOnly, an update that leaves the labels as they
-// were is dropped.
+// the configs whose plans name its object (keyOf maps it), its updates as events says.
+// The creations of a cache's initial list wake them all: an object may have changed
+// between the read a plan was rendered from and the list.
 func (w *Watches) source(c cache.Cache, obj client.Object, keyOf func(client.Object) plan.TargetKey,
-	labelsOnly bool) source.Source {
-	var preds []predicate.Predicate
-	if labelsOnly {
-		preds = append(preds, predicate.LabelChangedPredicate{})
+	events eventKind) source.Source {
+	all := func(_ context.Context, o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		for _, req := range w.configsOf(keyOf(o)) {
+			q.Add(req)
+		}
 	}
-	return source.Kind(c, obj, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-		return w.configsOf(keyOf(o))
-	}), preds...)
+	return source.Kind(c, obj, handler.TypedFuncs[client.Object, reconcile.Request]{
+		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			for _, req := range w.created(keyOf(e.Object), e.Object, !e.IsInInitialList && events != labelEvents) {
+				q.Add(req)
+			}
+		},
+		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			all(ctx, e.Object, q)
+		},
+		GenericFunc: func(ctx context.Context, e event.TypedGenericEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			all(ctx, e.Object, q)
+		},
+		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			for _, req := range w.woken(keyOf(e.ObjectNew), e.ObjectOld, e.ObjectNew, events) {
+				q.Add(req)
+			}
+		},
+	})
 }
+
+// woken are the configs an update of object k concerns.
+func (w *Watches) woken(k plan.TargetKey, old, updated client.Object, events eventKind) []reconcile.Request {
+	if events == labelEvents && maps.Equal(old.GetLabels(), updated.GetLabels()) {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []reconcile.Request
+	for name := range w.configs[k] {
+		switch {
+		case ownWrite(old, updated, w.managers[name]):
+			continue
+		case events == inputEvents && k.GroupKind() != targets.MachineConfigPool.GVK.GroupKind() && statusOnly(old, updated):
+			continue
+		}
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
+	}
+	return out
+}
+
+// created are the configs a creation of object k concerns: all of them, but with
+// byWrite (the object came into the cache by a write, not with its initial list) the
+// config whose own write brought it in (see writtenLast).
+func (w *Watches) created(k plan.TargetKey, obj client.Object, byWrite bool) []reconcile.Request {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []reconcile.Request
+	for name := range w.configs[k] {
+		if byWrite && writtenLast(obj, w.managers[name]) {
+			continue
+		}
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
+	}
+	return out
+}
+
+// writtenLast tells whether manager made the last write the object's managedFields show:
+// its entry is newer than every other one. A target comes into a cache selected by the
+// managed-by label with the profile's first write, which sets the label; another writer
+// that wrote in the same second, or later, wakes its configs.
+func writtenLast(obj client.Object, manager string) bool {
+	entries := obj.GetManagedFields()
+	i := slices.IndexFunc(entries, func(e metav1.ManagedFieldsEntry) bool { return e.Manager == manager })
+	if manager == "" || i < 0 || entries[i].Time == nil || !obj.GetDeletionTimestamp().IsZero() {
+		return false
+	}
+	for j, e := range entries {
+		if j != i && (e.Time == nil || !e.Time.Before(entries[i].Time)) {
+			return false
+		}
+	}
+	return true
+}
+
+// ownWrite tells whether an update records only a write by manager: every managedFields
+// entry it adds, changes or drops is manager's. Any other writer's change, a status
+// written by the target's own controller, or a deletion, shows in an entry of theirs or
+// in the deletion timestamp.
+func ownWrite(old, updated client.Object, manager string) bool {
+	if manager == "" || !old.GetDeletionTimestamp().Equal(updated.GetDeletionTimestamp()) {
+		return false
+	}
+	before, after := old.GetManagedFields(), updated.GetManagedFields()
+	changed := false
+	for _, pair := range [][2][]metav1.ManagedFieldsEntry{{after, before}, {before, after}} {
+		for _, e := range pair[0] {
+			if slices.ContainsFunc(pair[1], func(o metav1.ManagedFieldsEntry) bool { return equality.Semantic.DeepEqual(e, o) }) {
+				continue
+			}
+			if e.Manager != manager {
+				return false
+			}
+			changed = true
+		}
+	}
+	return changed
+}
+
+// statusOnly tells whether an update leaves everything a plan is rendered from of the
+// object as it was: its generation (the API server counts a change of the spec there),
+// labels, annotations and deletion.
+func statusOnly(old, updated client.Object) bool {
+	return old.GetGeneration() == updated.GetGeneration() &&
+		maps.Equal(old.GetLabels(), updated.GetLabels()) &&
+		maps.Equal(old.GetAnnotations(), updated.GetAnnotations()) &&
+		old.GetDeletionTimestamp().Equal(updated.GetDeletionTimestamp())
+}
+
+// digestManagedFields is the transform of the target and input caches: an object keeps its
+// managedFields entries (ownWrite judges by them), each with a digest of its field set in
+// place of the set.
+func digestManagedFields(obj any) (any, error) {
+	o, ok := obj.(client.Object)
+	if !ok {
+		return obj, nil
+	}
+	entries := o.GetManagedFields()
+	for i := range entries {
+		if f := entries[i].FieldsV1; f != nil && !digested(f.GetRawBytes()) {
+			sum := sha256.Sum256(f.GetRawBytes())
+			entries[i].FieldsV1 = metav1.NewFieldsV1(`"` + hex.EncodeToString(sum[:16]) + `"`)
+		}
+	}
+	return o, nil
+}
+
+// digested tells whether digestManagedFields made raw: a JSON string of 32 hex digits, where
+// a field set is a JSON object.
+func digested(raw []byte) bool { return len(raw) == 34 && raw[0] == '"' }
 
 func (w *Watches) configsOf(k plan.TargetKey) []reconcile.Request {
 	w.mu.Lock()

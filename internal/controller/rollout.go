@@ -49,7 +49,8 @@ func (r *VirtPlatformConfigReconciler) executeBatch(ctx context.Context, s *scop
 	}
 	for k, ro := range st.Rollouts {
 		if ro.Pause && len(ro.Items) > 0 && (ro.PauseState == "" || ro.PauseState == advisorv1alpha1.PausePausing) && batchPending(s) {
-			return r.goOnWithBatch(ctx, s)(r.pausePool(ctx, s, k))
+			res, err := r.pausePool(ctx, s, k)
+			return r.goOnWithBatch(ctx, s, res, err)
 		}
 	}
 	for _, i := range items {
@@ -70,20 +71,18 @@ func (r *VirtPlatformConfigReconciler) executeBatch(ctx context.Context, s *scop
 		}
 	}
 	if res, acted, err := r.releasePauses(ctx, s); acted || err != nil {
-		return r.goOnWithBatch(ctx, s)(res, err)
+		return r.goOnWithBatch(ctx, s, res, err)
 	}
 	return r.checkBatch(ctx, s, items)
 }
 
 // goOnWithBatch goes on with the batch in the same step after a pool's pause was taken or
 // given back, unless that stopped the step (a refused write, an error).
-func (r *VirtPlatformConfigReconciler) goOnWithBatch(ctx context.Context, s *scope) func(ctrl.Result, error) (ctrl.Result, error) {
-	return func(res ctrl.Result, err error) (ctrl.Result, error) {
-		if err != nil || res.RequeueAfter != immediately {
-			return res, err
-		}
-		return r.executeBatch(ctx, s)
+func (r *VirtPlatformConfigReconciler) goOnWithBatch(ctx context.Context, s *scope, res ctrl.Result, err error) (ctrl.Result, error) {
+	if err != nil || res.RequeueAfter != immediately {
+		return res, err
 	}
+	return r.executeBatch(ctx, s)
 }
 
 // holdBatch holds the batch before it starts while it is not safe to roll out: outside

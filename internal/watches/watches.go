@@ -433,7 +433,7 @@ const (
 func (w *Watches) source(c cache.Cache, obj client.Object, keyOf func(client.Object) plan.TargetKey,
 	events eventKind) source.Source {
 	all := func(_ context.Context, o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-		for _, req := range w.configsOf(keyOf(o)) {
+		for _, req := range w.configsOf(keyOf(o), nil) {
 			q.Add(req)
 		}
 	}
@@ -462,35 +462,17 @@ func (w *Watches) woken(k plan.TargetKey, old, updated client.Object, events eve
 	if events == labelEvents && maps.Equal(old.GetLabels(), updated.GetLabels()) {
 		return nil
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var out []reconcile.Request
-	for name := range w.configs[k] {
-		switch {
-		case ownWrite(old, updated, w.managers[name]):
-			continue
-		case events == inputEvents && k.GroupKind() != targets.MachineConfigPool.GVK.GroupKind() && statusOnly(old, updated):
-			continue
-		}
-		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
-	}
-	return out
+	return w.configsOf(k, func(manager string) bool {
+		return ownWrite(old, updated, manager) ||
+			events == inputEvents && k.GroupKind() != targets.MachineConfigPool.GVK.GroupKind() && statusOnly(old, updated)
+	})
 }
 
 // created are the configs a creation of object k concerns: all of them, but with
 // byWrite (the object came into the cache by a write, not with its initial list) the
 // config whose own write brought it in (see writtenLast).
 func (w *Watches) created(k plan.TargetKey, obj client.Object, byWrite bool) []reconcile.Request {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var out []reconcile.Request
-	for name := range w.configs[k] {
-		if byWrite && writtenLast(obj, w.managers[name]) {
-			continue
-		}
-		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
-	}
-	return out
+	return w.configsOf(k, func(manager string) bool { return byWrite && writtenLast(obj, manager) })
 }
 
 // writtenLast tells whether manager made the last write the object's managedFields show:
@@ -567,11 +549,16 @@ func digestManagedFields(obj any) (any, error) {
 // a field set is a JSON object.
 func digested(raw []byte) bool { return len(raw) == 34 && raw[0] == '"' }
 
-func (w *Watches) configsOf(k plan.TargetKey) []reconcile.Request {
+// configsOf are the configs whose plans name object k, but those skip tells apart by the
+// field manager of their profile (nil: none).
+func (w *Watches) configsOf(k plan.TargetKey, skip func(manager string) bool) []reconcile.Request {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	out := make([]reconcile.Request, 0, len(w.configs[k]))
 	for name := range w.configs[k] {
+		if skip != nil && skip(w.managers[name]) {
+			continue
+		}
 		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
 	}
 	return out

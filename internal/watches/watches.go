@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-logr/logr"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -24,12 +25,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -71,6 +71,14 @@ type Watches struct {
 type inputWatch struct {
 	stop    context.CancelFunc
 	configs map[string]bool
+	// synced is closed once the cache has listed the input and handed the list to the
+	// handler of its events; failed once a list or watch of it failed (it is retried).
+	synced   <-chan struct{}
+	failed   chan struct{}
+	failOnce sync.Once
+	// initialListWakes: the creations of the cache's initial list wake the input's configs.
+	// They do unless the cache was started for a read (see Reader) that waited for it.
+	initialListWakes atomic.Bool
 }
 
 // New watches for controller c, whose events it enqueues.
@@ -128,15 +136,10 @@ func (w *Watches) Track(vpc *advisorv1alpha1.VirtPlatformConfig) {
 	}
 	inputs = append(inputs, rolloutPools(vpc)...)
 	for _, in := range vpc.Status.Inputs {
-		if gv, _ := schema.ParseGroupVersion(in.APIVersion); gv.Group == "apiextensions.k8s.io" {
-			continue // CRDs are watched by the controller itself.
+		k := plan.KeyOf(advisorv1alpha1.TargetReference{APIVersion: in.APIVersion, Kind: in.Kind, Namespace: in.Namespace, Name: in.Name})
+		if watchedInput(k) {
+			inputs = append(inputs, k)
 		}
-		if in.Kind == targets.MachineConfig.GVK.Kind && targets.IsRenderedConfig(in.Name) {
-			// Never changes: the pool that runs it, which the plan read to find it, is
-			// watched, and moves to another one instead.
-			continue
-		}
-		inputs = append(inputs, plan.KeyOf(advisorv1alpha1.TargetReference{APIVersion: in.APIVersion, Kind: in.Kind, Namespace: in.Namespace, Name: in.Name}))
 	}
 	w.untrackLocked(name)
 	w.managers[name] = plan.FieldManagerFor(string(vpc.Spec.Profile))
@@ -146,7 +149,7 @@ func (w *Watches) Track(vpc *advisorv1alpha1.VirtPlatformConfig) {
 	}
 	for _, k := range inputs {
 		w.addConfigLocked(k, name)
-		w.watchInputLocked(k, name)
+		w.watchInputLocked(k, name, true)
 	}
 	w.stopUnusedInputsLocked()
 }
@@ -181,9 +184,25 @@ func rolloutPools(vpc *advisorv1alpha1.VirtPlatformConfig) []plan.TargetKey {
 	return out
 }
 
+// watchedInput tells whether an input a plan reads is watched as one.
+func watchedInput(k plan.TargetKey) bool {
+	switch {
+	case k.Group == apiextensionsv1.GroupName:
+		return false // CRDs are watched by the controller itself.
+	case k.GroupKind() == targets.MachineConfig.GVK.GroupKind() && targets.IsRenderedConfig(k.Name):
+		// Never changes: the pool that runs it, which the plan read to find it, is
+		// watched, and moves to another one instead.
+		return false
+	}
+	return true
+}
+
 func (w *Watches) addConfigLocked(k plan.TargetKey, config string) {
 	if w.configs[k] == nil {
 		w.configs[k] = map[string]bool{}
+	}
+	if w.configs[k][config] {
+		return
 	}
 	w.configs[k][config] = true
 	w.byConfig[config] = append(w.byConfig[config], k)
@@ -258,7 +277,9 @@ func (w *Watches) watchKindLocked(gk schema.GroupKind) {
 	keyOf := func(o client.Object) plan.TargetKey {
 		return plan.TargetKey{Group: gk.Group, Kind: gk.Kind, Namespace: o.GetNamespace(), Name: o.GetName()}
 	}
-	if err := w.ctrl.Watch(w.source(c, obj, keyOf, targetEvents)); err != nil {
+	src := w.source(c, obj, keyOf, targetEvents, nil)
+	src.stopped = ctx.Done()
+	if err := w.ctrl.Watch(src); err != nil {
 		stop()
 		w.log.Error(err, "cannot watch a managed kind", "kind", gk.String())
 		return
@@ -294,25 +315,33 @@ func (w *Watches) CRDChanged(crdName string) {
 	}
 }
 
-// watchInputLocked starts a metadata-only cache for one input: selected by name for a
-// single object, the whole kind (in its namespace) for a list.
-func (w *Watches) watchInputLocked(k plan.TargetKey, config string) {
+// watchInputLocked starts a metadata-only cache for one input, unless it has one: selected
+// by name for a single object, the whole kind (in its namespace) for a list. wakes says
+// whether the creations of its initial list wake the input's configs. It returns the
+// input's watch, nil when it cannot watch it.
+func (w *Watches) watchInputLocked(k plan.TargetKey, config string, wakes bool) *inputWatch {
 	if in, ok := w.inputs[k]; ok {
 		in.configs[config] = true
-		return
+		return in
 	}
 	if w.ctx == nil {
-		return // not started yet; the next reconcile registers it
+		return nil // not started yet; the next reconcile registers it
 	}
 	mapping, err := w.mapper.RESTMapping(k.GroupKind())
 	if err != nil {
 		w.log.V(1).Info("not watching an input the cluster does not serve", "input", k.String(), "reason", err.Error())
-		return
+		return nil
 	}
 	// A node's labels are its hardware facts; its heartbeats and annotations change nothing
 	// a plan depends on, and in a large cluster they never stop.
 	labelsOnly := k.GroupKind() == (schema.GroupKind{Kind: "Node"})
-	opts := cache.Options{HTTPClient: w.httpClient, Scheme: w.scheme, Mapper: w.mapper, DefaultTransform: digestManagedFields}
+	in := &inputWatch{configs: map[string]bool{config: true}, failed: make(chan struct{})}
+	in.initialListWakes.Store(wakes)
+	opts := cache.Options{HTTPClient: w.httpClient, Scheme: w.scheme, Mapper: w.mapper, DefaultTransform: digestManagedFields,
+		DefaultWatchErrorHandler: func(ctx context.Context, r *toolscache.Reflector, err error) {
+			in.failOnce.Do(func() { close(in.failed) })
+			toolscache.DefaultWatchErrorHandler(ctx, r, err)
+		}}
 	if labelsOnly {
 		opts.DefaultTransform = keepLabelsDigest
 	}
@@ -325,7 +354,7 @@ func (w *Watches) watchInputLocked(k plan.TargetKey, config string) {
 	c, err := cache.New(w.cfg, opts)
 	if err != nil {
 		w.log.Error(err, "cannot watch an input", "input", k.String())
-		return
+		return nil
 	}
 	ctx, stop := context.WithCancel(w.ctx)
 	go func() {
@@ -346,13 +375,16 @@ func (w *Watches) watchInputLocked(k plan.TargetKey, config string) {
 	if labelsOnly {
 		events = labelEvents
 	}
-	if err := w.ctrl.Watch(w.source(c, obj, keyOf, events)); err != nil {
+	src := w.source(c, obj, keyOf, events, in.initialListWakes.Load)
+	in.stop, in.synced, src.stopped = stop, src.synced, ctx.Done()
+	if err := w.ctrl.Watch(src); err != nil {
 		stop()
 		w.log.Error(err, "cannot watch an input", "input", k.String())
-		return
+		return nil
 	}
-	w.inputs[k] = &inputWatch{stop: stop, configs: map[string]bool{config: true}}
+	w.inputs[k] = in
 	w.log.V(1).Info("watching input", "input", k.String())
+	return in
 }
 
 // labelsDigestKey is the one label an object watched for its labels keeps in its cache.
@@ -428,33 +460,89 @@ const (
 
 // source feeds the events of one kind of a cache to the controller: each event enqueues
 // the configs whose plans name its object (keyOf maps it), its updates as events says.
-// The creations of a cache's initial list wake them all: an object may have changed
-// between the read a plan was rendered from and the list.
+// The creations of a cache's initial list wake them all, while initialListWakes (nil:
+// always) says so: an object may have changed between the read a plan was rendered from
+// and the list.
 func (w *Watches) source(c cache.Cache, obj client.Object, keyOf func(client.Object) plan.TargetKey,
-	events eventKind) source.Source {
-	all := func(_ context.Context, o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-		for _, req := range w.configsOf(keyOf(o), nil) {
-			q.Add(req)
-		}
+	events eventKind, initialListWakes func() bool) *informerSource {
+	return &informerSource{cache: c, obj: obj, synced: make(chan struct{}),
+		handler: func(q workqueue.TypedRateLimitingInterface[reconcile.Request]) toolscache.ResourceEventHandler {
+			enqueue := func(reqs []reconcile.Request) {
+				for _, req := range reqs {
+					q.Add(req)
+				}
+			}
+			return toolscache.ResourceEventHandlerDetailedFuncs{
+				AddFunc: func(o any, initial bool) {
+					created, ok := o.(client.Object)
+					if !ok || initial && initialListWakes != nil && !initialListWakes() {
+						return
+					}
+					enqueue(w.created(keyOf(created), created, !initial && events != labelEvents))
+				},
+				UpdateFunc: func(o, n any) {
+					old, okOld := o.(client.Object)
+					updated, okNew := n.(client.Object)
+					if okOld && okNew {
+						enqueue(w.woken(keyOf(updated), old, updated, events))
+					}
+				},
+				DeleteFunc: func(o any) {
+					if tombstone, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+						o = tombstone.Obj // a deletion seen only by a relist
+					}
+					if deleted, ok := o.(client.Object); ok {
+						enqueue(w.configsOf(keyOf(deleted), nil))
+					}
+				},
+			}
+		}}
+}
+
+// informerSource is the source of one cache's informer of obj: it hands the informer's
+// events to handler, and closes synced once the informer has listed and handed the list
+// to handler (without the polling of the sources controller-runtime offers, so a read
+// that waits for it waits only as long as the list takes).
+type informerSource struct {
+	cache   cache.Cache
+	obj     client.Object
+	handler func(workqueue.TypedRateLimitingInterface[reconcile.Request]) toolscache.ResourceEventHandler
+	synced  chan struct{}
+	// stopped is closed when the cache stops (nil: with the controller).
+	stopped <-chan struct{}
+}
+
+var _ source.SyncingSource = (*informerSource)(nil)
+
+// Start implements source.Source.
+func (s *informerSource) Start(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+	inf, err := s.cache.GetInformer(ctx, s.obj, cache.BlockUntilSynced(false))
+	if err != nil {
+		return err
 	}
-	return source.Kind(c, obj, handler.TypedFuncs[client.Object, reconcile.Request]{
-		CreateFunc: func(_ context.Context, e event.TypedCreateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			for _, req := range w.created(keyOf(e.Object), e.Object, !e.IsInInitialList && events != labelEvents) {
-				q.Add(req)
-			}
-		},
-		DeleteFunc: func(ctx context.Context, e event.TypedDeleteEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			all(ctx, e.Object, q)
-		},
-		GenericFunc: func(ctx context.Context, e event.TypedGenericEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			all(ctx, e.Object, q)
-		},
-		UpdateFunc: func(_ context.Context, e event.TypedUpdateEvent[client.Object], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			for _, req := range w.woken(keyOf(e.ObjectNew), e.ObjectOld, e.ObjectNew, events) {
-				q.Add(req)
-			}
-		},
-	})
+	reg, err := inf.AddEventHandler(s.handler(q))
+	if err != nil {
+		return err
+	}
+	go func() {
+		select {
+		case <-reg.HasSyncedChecker().Done():
+			close(s.synced)
+		case <-ctx.Done():
+		case <-s.stopped:
+		}
+	}()
+	return nil
+}
+
+// WaitForSync implements source.SyncingSource.
+func (s *informerSource) WaitForSync(ctx context.Context) error {
+	select {
+	case <-s.synced:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // woken are the configs an update of object k concerns.

@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllertest"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
 	"github.com/kubevirt/virt-advisor-operator/internal/plan"
@@ -61,11 +60,12 @@ func sourceOfNodes(t *testing.T, events eventKind) (*informer, workqueue.TypedRa
 // sourceWith is sourceOfNodes that also returns the watches, for their state.
 func sourceWith(t *testing.T, events eventKind) (*Watches, *informer, workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	t.Helper()
-	return sourceOf(t, events, schema.GroupVersionKind{Version: "v1", Kind: "Node"})
+	return sourceOf(t, events, schema.GroupVersionKind{Version: "v1", Kind: "Node"}, nil)
 }
 
-// sourceOf is sourceWith for object n1 of kind gvk.
-func sourceOf(t *testing.T, events eventKind, gvk schema.GroupVersionKind) (*Watches, *informer, workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+// sourceOf is sourceWith for object n1 of kind gvk, whose initial list wakes its config
+// while initialListWakes says so (nil: always).
+func sourceOf(t *testing.T, events eventKind, gvk schema.GroupVersionKind, initialListWakes func() bool) (*Watches, *informer, workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	t.Helper()
 	synced := true
 	inf := &informer{FakeInformer: controllertest.NewFakeInformer(controllertest.Synced)}
@@ -84,13 +84,13 @@ func sourceOf(t *testing.T, events eventKind, gvk schema.GroupVersionKind) (*Wat
 	}
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(gvk)
-	src := w.source(informers, obj, keyOf, events)
+	src := w.source(informers, obj, keyOf, events, initialListWakes)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	t.Cleanup(cancel)
 	if err := src.Start(ctx, q); err != nil {
 		t.Fatalf("start the source: %v", err)
 	}
-	if err := src.(source.SyncingSource).WaitForSync(ctx); err != nil {
+	if err := src.WaitForSync(ctx); err != nil {
 		t.Fatalf("wait for the source: %v", err)
 	}
 	return w, inf, q
@@ -183,6 +183,26 @@ func TestTheInitialListOfACacheWakesItsConfig(t *testing.T) {
 	inf.handler.OnAdd(node("n1", "5", nil), true)
 	if got := takeAll(q); !slices.Equal(got, []string{"c"}) {
 		t.Fatalf("an object of the initial list of a cache may have changed since the plan read it: it must wake the config, got %v", got)
+	}
+}
+
+func TestTheInitialListOfAnInputCacheListedBeforeItsReadWakesNoConfigButLaterChangesDo(t *testing.T) {
+	wakes := false
+	_, inf, q := sourceOf(t, inputEvents, schema.GroupVersionKind{Version: "v1", Kind: "Node"}, func() bool { return wakes })
+	inf.handler.OnAdd(node("n1", "5", nil), true)
+	if got := takeAll(q); len(got) != 0 {
+		t.Fatalf("the read came after this list and saw it: it must wake no config, got %v", got)
+	}
+	inf.handler.OnAdd(node("n1", "6", nil), false)
+	inf.handler.OnUpdate(node("n1", "6", nil), node("n1", "7", map[string]string{"a": "b"}))
+	inf.handler.OnDelete(node("n1", "7", nil))
+	if got := takeAll(q); !slices.Equal(got, []string{"c"}) {
+		t.Fatalf("a creation, a change and a deletion after the list must wake the config, got %v", got)
+	}
+	wakes = true // the read went ahead before the cache listed
+	inf.handler.OnAdd(node("n1", "8", nil), true)
+	if got := takeAll(q); !slices.Equal(got, []string{"c"}) {
+		t.Fatalf("an initial list that came after the read must wake the config, got %v", got)
 	}
 }
 
@@ -330,7 +350,7 @@ func TestAnInputUpdateOfItsStatusAloneWakesNoConfigAndAnOwnWriteWakesNoneOfItsOw
 
 func TestAnyChangeOfAPoolWakesItsConfigs(t *testing.T) {
 	poolKind := schema.GroupVersionKind{Group: "machineconfiguration.openshift.io", Version: "v1", Kind: "MachineConfigPool"}
-	_, inf, q := sourceOf(t, inputEvents, poolKind)
+	_, inf, q := sourceOf(t, inputEvents, poolKind, nil)
 	before := &metav1.PartialObjectMetadata{}
 	before.SetGroupVersionKind(poolKind)
 	before.SetName("n1")

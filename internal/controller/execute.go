@@ -19,7 +19,8 @@ import (
 // startExecution enters InProgress (rule 4): unless the lock is bypassed (or the plan was
 // drafted in this very reconcile), every item about to be applied must find its target as
 // it was when the plan was drafted; otherwise the plan is drafted again for review.
-// Failed items are retried. The transition is persisted before anything is applied.
+// Failed items are retried. The execution goes on in the same step: the write gate
+// persists the transition with the first write it authorizes, before that write.
 func (r *VirtPlatformConfigReconciler) startExecution(ctx context.Context, s *scope, checkLock bool) (ctrl.Result, error) {
 	st := &s.vpc.Status
 	for i, it := range st.Items {
@@ -52,7 +53,7 @@ func (r *VirtPlatformConfigReconciler) startExecution(ctx context.Context, s *sc
 	}
 	s.setPhase(advisorv1alpha1.PhaseInProgress, advisorv1alpha1.ReasonExecuting,
 		fmt.Sprintf("applying %d item(s) in order", countState(st.Items, advisorv1alpha1.ItemPending)))
-	return ctrl.Result{RequeueAfter: immediately}, nil
+	return r.execute(ctx, s)
 }
 
 // planIntact tells whether the plan in status still hashes to status.planHash: nobody but

@@ -217,8 +217,8 @@ func (r *Recorder) readList(ctx context.Context, list client.ObjectList, opts []
 // the next arrives, so the full responses never sit in memory together. A page of Nodes
 // with their Node Feature Discovery labels, annotations and managedFields is the largest
 // thing a draft holds: small pages keep the operator's memory nearly flat as Nodes grow,
-// for a request per 25 Nodes.
-const listPageSize = 25
+// for a request per 10 Nodes.
+const listPageSize = 10
 
 var nodeGroupKind = schema.GroupKind{Kind: "Node"}
 

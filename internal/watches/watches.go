@@ -274,7 +274,7 @@ func (w *Watches) watchKindLocked(gk schema.GroupKind) {
 	}()
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(mapping.GroupVersionKind)
-	keyOf := func(o client.Object) plan.TargetKey {
+	keyOf := func(o named) plan.TargetKey {
 		return plan.TargetKey{Group: gk.Group, Kind: gk.Kind, Namespace: o.GetNamespace(), Name: o.GetName()}
 	}
 	src := w.source(c, obj, keyOf, targetEvents, nil)
@@ -365,17 +365,13 @@ func (w *Watches) watchInputLocked(k plan.TargetKey, config string, wakes bool) 
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(mapping.GroupVersionKind)
 	gk := k.GroupKind()
-	keyOf := func(o client.Object) plan.TargetKey {
+	keyOf := func(o named) plan.TargetKey {
 		if k.Name == "" {
 			return k // a list input: any object of the kind counts
 		}
 		return plan.TargetKey{Group: gk.Group, Kind: gk.Kind, Namespace: o.GetNamespace(), Name: o.GetName()}
 	}
-	events := inputEvents
-	if labelsOnly {
-		events = labelEvents
-	}
-	src := w.source(c, obj, keyOf, events, in.initialListWakes.Load)
+	src := w.source(c, obj, keyOf, inputEvents, in.initialListWakes.Load)
 	in.stop, in.synced, src.stopped = stop, src.synced, ctx.Done()
 	if err := w.ctrl.Watch(src); err != nil {
 		stop()
@@ -387,36 +383,41 @@ func (w *Watches) watchInputLocked(k plan.TargetKey, config string, wakes bool) 
 	return in
 }
 
-// labelsDigestKey is the one label an object watched for its labels keeps in its cache.
-const labelsDigestKey = "virt-advisor.kubevirt.io/labels-digest"
+// labelledObject is what the cache of an input watched for its labels only (Nodes) keeps of
+// an object: its identity and a digest of its labels. Such a cache only feeds events, and
+// labelEvents only compares labels, so thousands of Nodes, each with hundreds of Node
+// Feature Discovery labels and long annotations, take a few hundred bytes each for as long
+// as a plan depends on them. Nothing reads the cache: its objects are never handed out.
+type labelledObject struct {
+	metav1.TypeMeta
+	Name, Namespace, ResourceVersion string
+	LabelsDigest                     string
+}
 
-// keepLabelsDigest is the transform of the caches of inputs watched for their labels only
-// (Nodes): such a cache only feeds events, and LabelChangedPredicate only compares labels,
-// so an object keeps its identity and a digest of its labels in place of them. Thousands of
-// Nodes, each with hundreds of Node Feature Discovery labels and long annotations, then
-// take a few hundred bytes each for as long as a plan depends on them. The digest is taken
-// from the labels as they are, without encoding them first: a few allocations per Node
-// while the initial list of thousands of Nodes streams in.
+// GetName and GetNamespace are what the handler of the cache asks of an object.
+func (o *labelledObject) GetName() string      { return o.Name }
+func (o *labelledObject) GetNamespace() string { return o.Namespace }
+
+// GetObjectMeta implements metav1.ObjectMetaAccessor: the informer keys its objects by it.
+func (o *labelledObject) GetObjectMeta() metav1.Object {
+	return &metav1.ObjectMeta{Name: o.Name, Namespace: o.Namespace, ResourceVersion: o.ResourceVersion}
+}
+
+// DeepCopyObject implements runtime.Object.
+func (o *labelledObject) DeepCopyObject() runtime.Object { c := *o; return &c }
+
+// keepLabelsDigest is the transform of the caches of inputs watched for their labels only:
+// an object becomes a labelledObject. The digest is taken from the labels as they are,
+// without encoding them first: a few allocations per Node while the initial list of
+// thousands of Nodes streams in. The informer hands the initial events of a watch-list to
+// the transform twice: as they arrive, and again when they replace the cache's contents.
 func keepLabelsDigest(obj any) (any, error) {
 	m, ok := obj.(*metav1.PartialObjectMetadata)
 	if !ok {
 		return obj, nil
 	}
-	if reduced(m) {
-		// The informer hands the initial events of a watch-list to the transform twice: as
-		// they arrive, and again when they replace the cache's contents.
-		return m, nil
-	}
-	return &metav1.PartialObjectMetadata{TypeMeta: m.TypeMeta, ObjectMeta: metav1.ObjectMeta{
-		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
-		Labels: map[string]string{labelsDigestKey: labelsDigest(m.Labels)},
-	}}, nil
-}
-
-// reduced tells whether keepLabelsDigest made m.
-func reduced(m *metav1.PartialObjectMetadata) bool {
-	_, digest := m.Labels[labelsDigestKey]
-	return digest && len(m.Labels) == 1 && len(m.Annotations) == 0 && len(m.ManagedFields) == 0
+	return &labelledObject{TypeMeta: m.TypeMeta, Name: m.Name, Namespace: m.Namespace,
+		ResourceVersion: m.ResourceVersion, LabelsDigest: labelsDigest(m.Labels)}, nil
 }
 
 // labelsDigest tells sets of labels apart: the first 128 bits of the SHA-256 of the
@@ -452,18 +453,23 @@ const (
 	// rollouts read its status (the configuration it runs, its machines). A profile's own
 	// write changes nothing it is rendered from: a target's values never count among its
 	// inputs.
+	// An input watched for its labels only (a Node, kept as a labelledObject) wakes its
+	// configs when they change.
 	inputEvents
-	// labelEvents: an input watched for its labels (a Node) wakes its configs when they
-	// change.
-	labelEvents
 )
+
+// named is what a cache's events are mapped to configs by.
+type named interface {
+	GetName() string
+	GetNamespace() string
+}
 
 // source feeds the events of one kind of a cache to the controller: each event enqueues
 // the configs whose plans name its object (keyOf maps it), its updates as events says.
 // The creations of a cache's initial list wake them all, while initialListWakes (nil:
 // always) says so: an object may have changed between the read a plan was rendered from
 // and the list.
-func (w *Watches) source(c cache.Cache, obj client.Object, keyOf func(client.Object) plan.TargetKey,
+func (w *Watches) source(c cache.Cache, obj client.Object, keyOf func(named) plan.TargetKey,
 	events eventKind, initialListWakes func() bool) *informerSource {
 	return &informerSource{cache: c, obj: obj, synced: make(chan struct{}),
 		handler: func(q workqueue.TypedRateLimitingInterface[reconcile.Request]) toolscache.ResourceEventHandler {
@@ -474,24 +480,33 @@ func (w *Watches) source(c cache.Cache, obj client.Object, keyOf func(client.Obj
 			}
 			return toolscache.ResourceEventHandlerDetailedFuncs{
 				AddFunc: func(o any, initial bool) {
-					created, ok := o.(client.Object)
-					if !ok || initial && initialListWakes != nil && !initialListWakes() {
+					if initial && initialListWakes != nil && !initialListWakes() {
 						return
 					}
-					enqueue(w.created(keyOf(created), created, !initial && events != labelEvents))
+					switch created := o.(type) {
+					case client.Object:
+						enqueue(w.created(keyOf(created), created, !initial))
+					case named:
+						enqueue(w.configsOf(keyOf(created), nil))
+					}
 				},
 				UpdateFunc: func(o, n any) {
-					old, okOld := o.(client.Object)
-					updated, okNew := n.(client.Object)
-					if okOld && okNew {
-						enqueue(w.woken(keyOf(updated), old, updated, events))
+					switch old := o.(type) {
+					case client.Object:
+						if updated, ok := n.(client.Object); ok {
+							enqueue(w.woken(keyOf(updated), old, updated, events))
+						}
+					case *labelledObject:
+						if updated, ok := n.(*labelledObject); ok && updated.LabelsDigest != old.LabelsDigest {
+							enqueue(w.configsOf(keyOf(updated), nil))
+						}
 					}
 				},
 				DeleteFunc: func(o any) {
 					if tombstone, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
 						o = tombstone.Obj // a deletion seen only by a relist
 					}
-					if deleted, ok := o.(client.Object); ok {
+					if deleted, ok := o.(named); ok {
 						enqueue(w.configsOf(keyOf(deleted), nil))
 					}
 				},
@@ -547,9 +562,6 @@ func (s *informerSource) WaitForSync(ctx context.Context) error {
 
 // woken are the configs an update of object k concerns.
 func (w *Watches) woken(k plan.TargetKey, old, updated client.Object, events eventKind) []reconcile.Request {
-	if events == labelEvents && maps.Equal(old.GetLabels(), updated.GetLabels()) {
-		return nil
-	}
 	return w.configsOf(k, func(manager string) bool {
 		return ownWrite(old, updated, manager) ||
 			events == inputEvents && k.GroupKind() != targets.MachineConfigPool.GVK.GroupKind() && statusOnly(old, updated)

@@ -26,7 +26,8 @@ const (
 // watches it yet) and has listed it before the read is sent. A change after the read then
 // comes as an event of that cache, so the cache's initial list, which the read has seen,
 // wakes no config. A read whose cache has not listed in time (listSyncWait, objectSyncWait),
-// or failed to, goes ahead, and that cache's initial list wakes the input's configs instead.
+// or failed to, goes ahead, and that cache's initial list wakes the input's configs instead;
+// so do the later reads of the input, at once.
 func (w *Watches) Reader(config string, reader client.Reader) client.Reader {
 	if w == nil {
 		return reader
@@ -88,8 +89,8 @@ func (r *watchingReader) watchBefore(ctx context.Context, obj runtime.Object, na
 	r.w.addConfigLocked(k, r.config)
 	in := r.w.watchInputLocked(k, r.config, false)
 	r.w.mu.Unlock()
-	if in == nil {
-		return
+	if in == nil || in.initialListWakes.Load() {
+		return // not watched, or its list wakes the configs anyway: nothing to wait for
 	}
 	limit := listSyncWait
 	if name != "" {

@@ -94,6 +94,13 @@ func TestAReadWhoseWatchFailedToListGoesAheadAndThatWatchsInitialListWakesItsCon
 	if !in.initialListWakes.Load() {
 		t.Errorf("a watch that lists after the read must wake the config with its initial list")
 	}
+	if err := w.Reader("d", probe).Get(context.Background(), client.ObjectKey{Name: "worker"}, pool()); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(probe.reads, []bool{false, false}) || !in.configs["d"] {
+		t.Fatalf("a later read of an input whose list wakes its configs goes ahead at once, registered: got reads %v, configs %v",
+			probe.reads, in.configs)
+	}
 }
 
 func TestAReadCancelledWhileItWaitsGoesAheadAndTheInitialListWakesItsConfigs(t *testing.T) {

@@ -18,7 +18,7 @@ import (
 // costs little).
 const (
 	listSyncWait   = 10 * time.Second
-	objectSyncWait = 250 * time.Millisecond
+	objectSyncWait = 100 * time.Millisecond
 )
 
 // Reader is reader, through which config's profile reads what its plan is rendered from,

@@ -385,9 +385,10 @@ func (w *Watches) watchInputLocked(k plan.TargetKey, config string, wakes bool) 
 
 // labelledObject is what the cache of an input watched for its labels only (Nodes) keeps of
 // an object: its identity and a digest of its labels. Such a cache only feeds events, and
-// labelEvents only compares labels, so thousands of Nodes, each with hundreds of Node
-// Feature Discovery labels and long annotations, take a few hundred bytes each for as long
-// as a plan depends on them. Nothing reads the cache: its objects are never handed out.
+// its updates are judged by the digests alone, so thousands of Nodes, each with hundreds of
+// Node Feature Discovery labels and long annotations, take about a hundred bytes each for
+// as long as a plan depends on them. Nothing reads the cache: its objects are never handed
+// out.
 type labelledObject struct {
 	metav1.TypeMeta
 	Name, Namespace, ResourceVersion string
@@ -410,7 +411,8 @@ func (o *labelledObject) DeepCopyObject() runtime.Object { c := *o; return &c }
 // an object becomes a labelledObject. The digest is taken from the labels as they are,
 // without encoding them first: a few allocations per Node while the initial list of
 // thousands of Nodes streams in. The informer hands the initial events of a watch-list to
-// the transform twice: as they arrive, and again when they replace the cache's contents.
+// the transform twice, as they arrive and again when they replace the cache's contents: a
+// labelledObject is kept as it is.
 func keepLabelsDigest(obj any) (any, error) {
 	m, ok := obj.(*metav1.PartialObjectMetadata)
 	if !ok {
@@ -452,9 +454,8 @@ const (
 	// annotations or deletion; for a MachineConfigPool, any change, since profiles and
 	// rollouts read its status (the configuration it runs, its machines). A profile's own
 	// write changes nothing it is rendered from: a target's values never count among its
-	// inputs.
-	// An input watched for its labels only (a Node, kept as a labelledObject) wakes its
-	// configs when they change.
+	// inputs. An input watched for its labels only (a Node, kept as a labelledObject)
+	// wakes its configs when they change.
 	inputEvents
 )
 

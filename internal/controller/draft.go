@@ -12,6 +12,7 @@ import (
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
 	"github.com/kubevirt/virt-advisor-operator/internal/plan"
 	"github.com/kubevirt/virt-advisor-operator/internal/profiles"
+	"github.com/kubevirt/virt-advisor-operator/internal/schedule"
 )
 
 // draftCause says why a plan is drafted: the reason and message of the Drafting
@@ -66,6 +67,14 @@ func (r *VirtPlatformConfigReconciler) draft(ctx context.Context, s *scope, caus
 		st.AppliedOptions = s.opts
 		s.setPhase(phase, reason, message)
 	}
+	if w := s.vpc.Spec.MaintenanceWindow; w != nil {
+		// Found now, not after an approval and the writes of the items before the batch.
+		if _, err := schedule.Parse(w.Schedule, w.Duration.Duration, w.TimeZone); err != nil {
+			fail(advisorv1alpha1.PhaseFailed, advisorv1alpha1.ReasonInvalidMaintenanceWindow, fmt.Sprintf(
+				"spec.maintenanceWindow: %v. Nothing was drafted or applied: fix it to draft the plan", err))
+			return ctrl.Result{}, nil
+		}
+	}
 	if s.vpc.Spec.Revert {
 		return r.draftRevert(ctx, s, cause)
 	}
@@ -95,7 +104,7 @@ func (r *VirtPlatformConfigReconciler) draft(ctx context.Context, s *scope, caus
 		return ctrl.Result{}, err
 	}
 	r.install(s, p, st.PlanRevision+1)
-	if err := r.forecast(ctx, s); err != nil {
+	if err := r.forecast(ctx, s, nil); err != nil {
 		return ctrl.Result{}, err
 	}
 	return r.review(ctx, s, cause)

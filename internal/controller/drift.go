@@ -143,8 +143,12 @@ func (r *VirtPlatformConfigReconciler) refreshDrift(ctx context.Context, s *scop
 		d.unavailable = strings.Join(unavailable, "; ")
 	}
 	if changed {
-		// The plan shown is now the correction: a new plan, approved anew.
+		// The plan shown is now the correction: a new plan, with its own forecast of what it
+		// does to the nodes, approved anew.
 		s.rehash()
+		if err := r.forecast(ctx, s, nil); err != nil {
+			return d, err
+		}
 		s.recordDrafter(byOperator, advisorv1alpha1.ReasonDriftDetected)
 	}
 	return d, nil
@@ -194,13 +198,16 @@ func (r *VirtPlatformConfigReconciler) settle(ctx context.Context, s *scope, dri
 		if aggressive && s.approval() != mismatched {
 			s.setPhase(advisorv1alpha1.PhaseDrifted, advisorv1alpha1.ReasonDriftDetected,
 				"drifted from the plan: "+strings.Join(drifted, "; ")+". Re-applying (bypassOptimisticLock)")
-			return r.correctDrift(s, drifted)
+			return r.correctDrift(ctx, s, drifted)
 		}
 		if s.approval() == approved {
 			return r.startExecution(ctx, s, true)
 		}
 		msg := "drifted from the plan: " + strings.Join(drifted, "; ") +
 			". Revert the change, or review the correction in status.items[].diff and approve it"
+		if st.Disruption != "" {
+			msg += "; approving it " + st.Disruption + " (status.rollouts)"
+		}
 		if upgrades := upgradeNames(st.Items); len(upgrades) > 0 {
 			msg += fmt.Sprintf(" (the approval also applies the pending change(s) of item(s) %s)", strings.Join(upgrades, ", "))
 		}
@@ -264,7 +271,7 @@ func pendingNames(items []advisorv1alpha1.PlanItem) []string {
 // target's token bucket allows: an execution of the corrections only (pending upgrades
 // and failed items still wait for review). Three throttle episodes in a row (a correction
 // that does not hold) stop it (Thrashing) until the spec changes; that stop is persisted.
-func (r *VirtPlatformConfigReconciler) correctDrift(s *scope, drifted []string) (ctrl.Result, error) {
+func (r *VirtPlatformConfigReconciler) correctDrift(ctx context.Context, s *scope, drifted []string) (ctrl.Result, error) {
 	st := &s.vpc.Status
 	if dc := st.DriftCorrection; dc != nil {
 		if dc.StoppedAtGeneration == s.vpc.Generation {
@@ -283,7 +290,7 @@ func (r *VirtPlatformConfigReconciler) correctDrift(s *scope, drifted []string) 
 	}
 	v := r.throttle().Allow(s.vpc.Name, keys, s.now.Time)
 	if v.Allowed {
-		return startCorrections(s, len(keys)), nil
+		return r.startCorrections(ctx, s, len(keys))
 	}
 	if v.NewEpisode {
 		metrics.Throttled()
@@ -307,13 +314,22 @@ func (r *VirtPlatformConfigReconciler) correctDrift(s *scope, drifted []string) 
 
 // startCorrections enters InProgress to re-apply the drifted items (bypassOptimisticLock).
 // The approval record says so (correctionsOnly): the write gate then writes only items
-// that restore what an approved execution applied.
-func startCorrections(s *scope, n int) ctrl.Result {
+// that restore what an approved execution applied. The corrections that roll out to nodes
+// are forecast on their own and form the batch, which its gates hold and its pauses cover
+// as any approved batch.
+func (r *VirtPlatformConfigReconciler) startCorrections(ctx context.Context, s *scope, n int) (ctrl.Result, error) {
+	if err := r.forecast(ctx, s, isCorrection); err != nil {
+		return ctrl.Result{}, err
+	}
 	s.approvalGiven()
 	s.approvalStatus().CorrectionsOnly = true
-	s.setPhase(advisorv1alpha1.PhaseInProgress, advisorv1alpha1.ReasonExecuting,
-		fmt.Sprintf("re-applying %d drifted item(s) (bypassOptimisticLock); nothing else is applied without review", n))
-	return ctrl.Result{RequeueAfter: immediately}
+	beginExecution(s)
+	msg := fmt.Sprintf("re-applying %d drifted item(s) (bypassOptimisticLock); nothing else is applied without review", n)
+	if d := s.vpc.Status.Disruption; d != "" {
+		msg += "; the correction " + d
+	}
+	s.setPhase(advisorv1alpha1.PhaseInProgress, advisorv1alpha1.ReasonExecuting, msg)
+	return ctrl.Result{RequeueAfter: immediately}, nil
 }
 
 // retry leaves Failed. A failed item is retried once the retry is approved; a plan that

@@ -43,17 +43,23 @@ func (r *VirtPlatformConfigReconciler) startExecution(ctx context.Context, s *sc
 		}
 	}
 	s.approvalGiven()
-	for k := range st.Rollouts {
-		// A new execution: its batch takes its own pauses and its rollouts are timed anew.
-		ro := &st.Rollouts[k]
+	beginExecution(s)
+	s.setPhase(advisorv1alpha1.PhaseInProgress, advisorv1alpha1.ReasonExecuting,
+		fmt.Sprintf("applying %d item(s) in order", countState(st.Items, advisorv1alpha1.ItemPending)))
+	return r.execute(ctx, s)
+}
+
+// beginExecution starts an execution's batch afresh, for an approved plan and for drift
+// corrections alike: the batch passes its gates and takes its own pauses again, and its
+// rollouts are timed anew.
+func beginExecution(s *scope) {
+	for k := range s.vpc.Status.Rollouts {
+		ro := &s.vpc.Status.Rollouts[k]
 		if !batch.HoldsPause(*ro) {
 			ro.PauseState, ro.PausedAt = "", nil
 		}
 		ro.RolloutStartedAt = nil
 	}
-	s.setPhase(advisorv1alpha1.PhaseInProgress, advisorv1alpha1.ReasonExecuting,
-		fmt.Sprintf("applying %d item(s) in order", countState(st.Items, advisorv1alpha1.ItemPending)))
-	return r.execute(ctx, s)
 }
 
 // planIntact tells whether the plan in status still hashes to status.planHash: nobody but

@@ -77,7 +77,7 @@ var _ = Describe("Executing a plan", func() {
 		Expect(waiting.Status.Phase).To(Equal(advisorv1alpha1.PhaseInProgress))
 		expectConditions(waiting, "InProgress")
 		Expect(item(waiting, loadaware.ItemPSI).Message).To(And(
-			ContainSubstring("MachineConfigPool worker runs rendered-worker-"),
+			ContainSubstring("MachineConfigPool worker targets rendered-worker-"),
 			ContainSubstring("which lacks kernel argument psi=1 of MachineConfig 99-worker-psi-karg")))
 
 		rolloutPool()
@@ -85,7 +85,7 @@ var _ = Describe("Executing a plan", func() {
 		Expect(item(done, loadaware.ItemPSI).Message).To(ContainSubstring("MachineConfigPool worker updated to rendered-worker-"))
 	})
 
-	It("rule 6: the items that roll out are applied while their pool is paused, and the pool is resumed right after, each write after the status that authorizes it", func() {
+	It("rule 6: the items that roll out are applied while their pool is paused, and the pool is resumed once it rendered them all, each write after the status that authorizes it", func() {
 		probeKernelArgs.Store(true)
 		DeferCleanup(func() { probeKernelArgs.Store(false) })
 		DeferCleanup(deleteAndWait, object(mcGVK, types.NamespacedName{Name: probeMachineConfig}))
@@ -103,9 +103,18 @@ var _ = Describe("Executing a plan", func() {
 		probe := &advisorv1alpha1.VirtPlatformConfig{}
 		Eventually(func(g Gomega) {
 			g.Expect(k8s.Get(ctx, name, probe)).To(Succeed())
+			g.Expect(item(probe, "probe-kernel-args").State).To(Equal(advisorv1alpha1.ItemInProgress))
+		}).Should(Succeed())
+		Expect(item(probe, "probe-kernel-args").Message).To(ContainSubstring("the pool is resumed once it has rendered the whole batch"))
+		Consistently(func() bool { return targets.PoolPaused(workerPool()) }).Should(BeTrue(),
+			"the pool is not resumed before its configuration holds the whole batch")
+
+		By("the Machine Config Operator renders the batch: the pool is resumed")
+		rolloutPool()
+		Eventually(func(g Gomega) {
+			g.Expect(k8s.Get(ctx, name, probe)).To(Succeed())
 			g.Expect(probe.Status.Rollouts).To(ConsistOf(HaveField("PauseState", advisorv1alpha1.PauseResumed)))
 		}).Should(Succeed())
-		Expect(item(probe, "probe-kernel-args").State).To(Equal(advisorv1alpha1.ItemInProgress))
 
 		writes := requests.writesSince(mark)
 		pause := indexOf(writes, "PATCH /apis/machineconfiguration.openshift.io/v1/machineconfigpools/worker")
@@ -121,12 +130,6 @@ var _ = Describe("Executing a plan", func() {
 		Expect(k8s.Get(ctx, types.NamespacedName{Name: "worker"}, pool)).To(Succeed())
 		Expect(targets.PoolPaused(pool)).To(BeFalse())
 		Expect(targets.PausedBy(pool)).To(BeEmpty())
-
-		Consistently(func(g Gomega) {
-			g.Expect(k8s.Get(ctx, name, probe)).To(Succeed())
-			g.Expect(item(probe, "probe-kernel-args").State).To(Equal(advisorv1alpha1.ItemInProgress))
-		}).Should(Succeed(), "a pool that was Updated before the apply proves nothing")
-		rolloutPool()
 		done := waitProbe(advisorv1alpha1.PhaseCompleted)
 		Expect(item(done, "probe-kernel-args").Message).To(ContainSubstring("MachineConfigPool worker updated to rendered-worker-"))
 	})
@@ -158,7 +161,7 @@ var _ = Describe("Executing a plan", func() {
 		clock.Advance(31 * time.Minute)
 		vpc := waitPhase(advisorv1alpha1.PhaseFailed)
 		Expect(item(vpc, loadaware.ItemPSI).Message).To(And(
-			ContainSubstring("did not finish within waitTimeout 30m0s"), ContainSubstring("MachineConfigPool worker")))
+			ContainSubstring("within waitTimeout 30m0s"), ContainSubstring("MachineConfigPool worker")))
 	})
 
 	It("pauses when the action is set back to DryRun during execution, and resumes on Apply", func() {

@@ -11,10 +11,11 @@ import (
 	"github.com/kubevirt/virt-advisor-operator/internal/targets"
 )
 
-// forecast fills status.rollouts and status.disruption for the plan just installed, and
-// hashes the plan again with the pools it pauses. Pools whose pause the config still holds
-// from an execution stay listed, so that the pause is given back.
-func (r *VirtPlatformConfigReconciler) forecast(ctx context.Context, s *scope) error {
+// forecast fills status.rollouts and status.disruption for the plan in status (only the
+// pending items only selects, when set), and hashes the plan again with the pools it
+// pauses. Pools whose pause the config still holds from an execution stay listed, so that
+// the pause is given back.
+func (r *VirtPlatformConfigReconciler) forecast(ctx context.Context, s *scope, only func(advisorv1alpha1.PlanItem) bool) error {
 	st := &s.vpc.Status
 	previous := map[string]advisorv1alpha1.PoolRollout{}
 	for _, ro := range st.Rollouts {
@@ -22,7 +23,8 @@ func (r *VirtPlatformConfigReconciler) forecast(ctx context.Context, s *scope) e
 	}
 	var changes []targets.PlannedChange
 	for _, it := range st.Items {
-		if !plan.RollsOut(it) || it.State != advisorv1alpha1.ItemPending || it.Change == advisorv1alpha1.ChangeNone {
+		if !plan.RollsOut(it) || it.State != advisorv1alpha1.ItemPending || it.Change == advisorv1alpha1.ChangeNone ||
+			(only != nil && !only(it)) {
 			continue
 		}
 		desired, err := plan.DesiredObject(it)

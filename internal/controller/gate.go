@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -72,10 +73,11 @@ func (r *VirtPlatformConfigReconciler) writeItem(ctx context.Context, s *scope, 
 	return out, nil, err
 }
 
-// authorizeExecution checks what every write of an execution needs: an Apply, a matching
-// pin, an intact plan and a recorded approval of it.
-func authorizeExecution(s *scope) *refusal {
-	spec, st := s.vpc.Spec, &s.vpc.Status
+// authorizeExecution checks what every write of an execution needs, on a config as it is
+// (the scope's, or another config's as read): an Apply, a matching pin, an intact plan and
+// a recorded approval of it.
+func authorizeExecution(vpc *advisorv1alpha1.VirtPlatformConfig) *refusal {
+	spec, st := vpc.Spec, &vpc.Status
 	a := st.Approval
 	switch {
 	case spec.Action != advisorv1alpha1.ActionApply:
@@ -95,7 +97,7 @@ func authorizeExecution(s *scope) *refusal {
 
 // authorize checks the gate's conditions on the status and spec read by this reconcile.
 func authorize(s *scope, item advisorv1alpha1.PlanItem, rendered *plan.Item) *refusal {
-	if why := authorizeExecution(s); why != nil {
+	if why := authorizeExecution(s.vpc); why != nil {
 		return why
 	}
 	spec, a := s.vpc.Spec, s.vpc.Status.Approval
@@ -147,17 +149,17 @@ func manages(s *scope, ref advisorv1alpha1.TargetReference) bool {
 	return known && s.profile != nil && slices.Contains(s.profile.WatchedCRDs(), kind.CRD)
 }
 
-// writePool pauses a MachineConfigPool for the batch (paused true) or gives the pause back,
-// naming in its PausedByAnnotation the configs that still need the pause (holders). It is
-// the one place the operator writes a pool. A pause needs what an item's write needs (an
-// Apply, a matching pin, an intact plan, an approval given after the plan was shown) and a
-// plan that shows the pause; giving a pause back needs only that the pool names this config
-// among its holders, so a pool is resumed on every way out. The status is persisted first,
-// and the write is guarded by the resourceVersion just read.
-// A config deleted while it held a pause has no status: s is nil, and only the pause is
-// given back.
-func (r *VirtPlatformConfigReconciler) writePool(ctx context.Context, s *scope, config string, pool *unstructured.Unstructured, holders []string, paused bool) (*refusal, error) {
-	if why := authorizePool(s, config, pool, paused); why != nil {
+// writePool takes a MachineConfigPool's pause for config's batch (take: the pool is
+// paused, naming holders, config among them) or gives config's pause back (holders are the
+// configs that still need it: the pool stays paused for them, and is resumed when there
+// are none). It is the one place the operator writes a pool. Taking a pause needs what an
+// item's write needs (an Apply, a matching pin, an intact plan, an approval given after the
+// plan was shown) and a plan that shows the pause; giving one back needs only that the pool
+// names the config, so a pool is resumed on every way out. The status is persisted first,
+// and the write is guarded by the resourceVersion just read. A config deleted while it
+// held a pause has no status: s is nil, and only the pause is given back.
+func (r *VirtPlatformConfigReconciler) writePool(ctx context.Context, s *scope, config string, pool *unstructured.Unstructured, holders []string, take bool) (*refusal, error) {
+	if why := authorizePool(s, config, pool, take); why != nil {
 		return why, nil
 	}
 	if s != nil {
@@ -165,19 +167,19 @@ func (r *VirtPlatformConfigReconciler) writePool(ctx context.Context, s *scope, 
 			return nil, err
 		}
 	}
-	return nil, r.patchPool(ctx, pool, holders, paused)
+	return nil, r.patchPool(ctx, pool, holders, take, s)
 }
 
 // authorizePool checks the gate's conditions for a write of pool.
-func authorizePool(s *scope, config string, pool *unstructured.Unstructured, paused bool) *refusal {
-	if !paused || s == nil {
+func authorizePool(s *scope, config string, pool *unstructured.Unstructured, take bool) *refusal {
+	if !take || s == nil {
 		if !slices.Contains(targets.PausedBy(pool), config) {
 			return &refusal{advisorv1alpha1.ReasonPlanIntegrity, fmt.Sprintf(
 				"MachineConfigPool %s is not paused for this config", pool.GetName())}
 		}
 		return nil
 	}
-	if why := authorizeExecution(s); why != nil {
+	if why := authorizeExecution(s.vpc); why != nil {
 		return why
 	}
 	if !slices.Contains(batch.PausedPools(s.vpc.Status.Rollouts), pool.GetName()) {
@@ -187,21 +189,37 @@ func authorizePool(s *scope, config string, pool *unstructured.Unstructured, pau
 	return nil
 }
 
-// patchPool writes the pool's pause and its holders, guarded by its resourceVersion.
-func (r *VirtPlatformConfigReconciler) patchPool(ctx context.Context, pool *unstructured.Unstructured, holders []string, paused bool) error {
-	var annotation any
+// patchPool writes the pool's holders and its pause, guarded by its resourceVersion: a
+// pause taken (take) pauses it, recording when a pool that ran was paused; a pause given
+// back leaves it paused while holders remain and resumes it otherwise. A spec.paused that
+// somebody else wrote after the operator is theirs (an administrator who paused or resumed
+// the pool meanwhile): a pause given back then leaves it as it is.
+func (r *VirtPlatformConfigReconciler) patchPool(ctx context.Context, pool *unstructured.Unstructured, holders []string, take bool, s *scope) error {
+	var holdersValue any
 	if len(holders) > 0 {
 		sorted := slices.Clone(holders)
 		slices.Sort(sorted)
-		annotation = strings.Join(slices.Compact(sorted), ",")
+		holdersValue = strings.Join(slices.Compact(sorted), ",")
 	}
-	body, err := json.Marshal(map[string]any{
-		"metadata": map[string]any{
-			"resourceVersion": pool.GetResourceVersion(),
-			"annotations":     map[string]any{targets.PausedByAnnotation: annotation},
-		},
-		"spec": map[string]any{"paused": paused},
-	})
+	annotations := map[string]any{targets.PausedByAnnotation: holdersValue}
+	patch := map[string]any{"metadata": map[string]any{"resourceVersion": pool.GetResourceVersion(), "annotations": annotations}}
+	switch {
+	case take:
+		if !targets.PoolPaused(pool) {
+			now := time.Now()
+			if s != nil {
+				now = s.now.Time
+			}
+			annotations[targets.PausedAtAnnotation] = pausedAtValue(now)
+		}
+		patch["spec"] = map[string]any{"paused": true}
+	case len(holders) == 0:
+		annotations[targets.PausedAtAnnotation] = nil
+		if owner := targets.PauseWrittenBy(pool); owner == "" || owner == poolFieldManager {
+			patch["spec"] = map[string]any{"paused": false}
+		}
+	}
+	body, err := json.Marshal(patch)
 	if err != nil {
 		return err
 	}

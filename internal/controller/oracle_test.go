@@ -181,6 +181,16 @@ func judgePause(req *http.Request, w writeTarget, body []byte, list *advisorv1al
 	if err := json.Unmarshal(body, &patch); err != nil {
 		return fmt.Sprintf("%s %s: not a merge patch of the pause: %v", req.Method, req.URL.Path, err)
 	}
+	// Whatever else the write does, every config it leaves the pool paused for must hold an
+	// approval of a plan that was shown with that pool's pause.
+	if v := patch.Metadata.Annotations[targets.PausedByAnnotation]; v != nil && *v != "" {
+		for _, holder := range strings.Split(*v, ",") {
+			if !approvesPause(list, holder, w.name) {
+				return fmt.Sprintf("%s %s: keeps MachineConfigPool %s paused for config %s, whose persisted status holds no approval of a plan that pauses it",
+					req.Method, req.URL.Path, w.name, holder)
+			}
+		}
+	}
 	holding := map[string]bool{}
 	for i := range list.Items {
 		vpc := &list.Items[i]
@@ -194,7 +204,7 @@ func judgePause(req *http.Request, w writeTarget, body []byte, list *advisorv1al
 			switch {
 			case ro.PauseState == advisorv1alpha1.PauseResuming:
 				return ""
-			case patch.Spec.Paused && ro.PauseState == advisorv1alpha1.PausePausing && ro.Pause && approves(vpc, advisorv1alpha1.PlanItem{}):
+			case patch.Spec.Paused && ro.PauseState == advisorv1alpha1.PausePausing && approvesPause(list, vpc.Name, w.name):
 				return ""
 			}
 		}
@@ -215,6 +225,34 @@ func judgePause(req *http.Request, w writeTarget, body []byte, list *advisorv1al
 		}
 	}
 	return fmt.Sprintf("%s %s (%s): no config's persisted status approves this pause", req.Method, req.URL.Path, req.Header.Get("Content-Type"))
+}
+
+// approvesPause tells whether the persisted status of config name approves a plan that
+// pauses pool: an approval of the plan's hash given after it was shown, or, in aggressive
+// mode, an execution of corrections only whose rollout in the pool holds corrections only.
+func approvesPause(list *advisorv1alpha1.VirtPlatformConfigList, name, pool string) bool {
+	for i := range list.Items {
+		vpc := &list.Items[i]
+		if vpc.Name != name {
+			continue
+		}
+		for _, ro := range vpc.Status.Rollouts {
+			if ro.Pool != pool || !ro.Pause {
+				continue
+			}
+			if a := vpc.Status.Approval; a != nil && a.CorrectionsOnly {
+				corrections := len(ro.Items) > 0
+				for _, it := range vpc.Status.Items {
+					if slices.Contains(ro.Items, it.Name) && !approves(vpc, it) {
+						corrections = false
+					}
+				}
+				return corrections
+			}
+			return approves(vpc, advisorv1alpha1.PlanItem{})
+		}
+	}
+	return false
 }
 
 func sameTarget(ref advisorv1alpha1.TargetReference, w writeTarget) bool {

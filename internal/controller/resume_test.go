@@ -74,12 +74,12 @@ var _ = Describe("Resuming after a crash", func() {
 		Consistently(itemState).WithArguments(loadaware.ItemPSI).Should(Equal(advisorv1alpha1.ItemInProgress),
 			"a pool that was Updated before the apply proves nothing")
 		Expect(requests.writesSince(mark, "machineconfigs/"+loadaware.PSIMachineConfigName)).To(HaveLen(1))
+		rolloutPool()
 		Eventually(func(g Gomega) {
 			g.Expect(k8s.Get(ctx, types.NamespacedName{Name: "worker"}, pool)).To(Succeed())
 			g.Expect(targets.PoolPaused(pool)).To(BeFalse())
 			g.Expect(targets.PausedBy(pool)).To(BeEmpty())
-		}).Should(Succeed(), "the fresh operator resumes the pool it paused")
-		rolloutPool()
+		}).Should(Succeed(), "the fresh operator resumes the pool it paused, once the pool rendered the batch")
 		waitPhase(advisorv1alpha1.PhaseCompleted)
 		Expect(requests.writesSince(mark, "machineconfigs/"+loadaware.PSIMachineConfigName)).To(HaveLen(1))
 		Expect(eventReasons()).NotTo(ContainElement(advisorv1alpha1.ReasonPlanStale))

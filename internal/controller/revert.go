@@ -42,7 +42,7 @@ func (r *VirtPlatformConfigReconciler) draftRevert(ctx context.Context, s *scope
 		return ctrl.Result{}, err
 	}
 	r.install(s, p, st.PlanRevision+1)
-	if err := r.forecast(ctx, s); err != nil {
+	if err := r.forecast(ctx, s, nil); err != nil {
 		return ctrl.Result{}, err
 	}
 	cause.showFirst = true

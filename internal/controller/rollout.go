@@ -8,6 +8,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
@@ -25,12 +27,28 @@ func batchPending(s *scope) bool {
 	if st.Phase != advisorv1alpha1.PhaseInProgress || s.vpc.Spec.Action != advisorv1alpha1.ActionApply {
 		return false
 	}
-	for _, i := range batch.Items(st) {
+	for _, i := range executionBatch(st) {
 		if st.Items[i].State == advisorv1alpha1.ItemPending {
 			return true
 		}
 	}
 	return false
+}
+
+// executionBatch are the items of the batch the execution under way runs, in plan order:
+// an execution of drift corrections (approval.correctionsOnly) passes over the pending
+// items that propose something new, as nextItem does, so its batch, pause and forecast are
+// those of the corrections alone.
+func executionBatch(st *advisorv1alpha1.VirtPlatformConfigStatus) []int {
+	correctionsOnly := st.Approval != nil && st.Approval.CorrectionsOnly
+	var out []int
+	for _, i := range batch.Items(st) {
+		if it := st.Items[i]; correctionsOnly && it.State == advisorv1alpha1.ItemPending && !isCorrection(it) {
+			continue
+		}
+		out = append(out, i)
+	}
+	return out
 }
 
 // executeBatch takes the batch as far as it goes in one step: past its gates, pausing its
@@ -39,9 +57,11 @@ func batchPending(s *scope) bool {
 // (rule 12), or at the end of the step.
 func (r *VirtPlatformConfigReconciler) executeBatch(ctx context.Context, s *scope) (ctrl.Result, error) {
 	st := &s.vpc.Status
-	items := batch.Items(st)
+	items := executionBatch(st)
+	// The batch started once a pause was taken or an item of it was applied in this
+	// execution (InProgress): items completed by an earlier execution do not count.
 	started := slices.ContainsFunc(st.Rollouts, func(ro advisorv1alpha1.PoolRollout) bool { return ro.PauseState != "" }) ||
-		slices.ContainsFunc(items, func(i int) bool { return st.Items[i].State != advisorv1alpha1.ItemPending })
+		slices.ContainsFunc(items, func(i int) bool { return st.Items[i].State == advisorv1alpha1.ItemInProgress })
 	if !started {
 		if res, held, err := r.holdBatch(ctx, s); held || err != nil {
 			return res, err
@@ -70,10 +90,93 @@ func (r *VirtPlatformConfigReconciler) executeBatch(ctx context.Context, s *scop
 			return r.executeBatch(ctx, s)
 		}
 	}
-	if res, acted, err := r.releasePauses(ctx, s); acted || err != nil {
+	if res, waiting, err := r.awaitRender(ctx, s, items); waiting || err != nil {
+		return res, err
+	}
+	if res, acted, err := r.giveBackPauses(ctx, s); acted || err != nil {
 		return r.goOnWithBatch(ctx, s, res, err)
 	}
 	return r.checkBatch(ctx, s, items)
+}
+
+// inBatch tells whether the execution is at its batch: the batch then takes and gives
+// back its pauses itself (executeBatch), once its pools rendered all of it.
+func inBatch(s *scope) bool {
+	st := &s.vpc.Status
+	if st.Phase != advisorv1alpha1.PhaseInProgress || s.vpc.Spec.Action != advisorv1alpha1.ActionApply {
+		return false
+	}
+	i := nextItem(s)
+	return i >= 0 && plan.RollsOut(st.Items[i])
+}
+
+// awaitRender keeps the pools the batch paused paused until the configuration each one
+// targets holds every item of the batch that rolls out in it (see targets.BatchRendered):
+// resumed earlier, a pool would roll out part of the batch, then the rest, and its nodes
+// would reboot twice. A degraded pool is not waited for (its items fail when it is
+// judged); a pool that has not rendered the batch within waitTimeout of its pause fails it.
+func (r *VirtPlatformConfigReconciler) awaitRender(ctx context.Context, s *scope, items []int) (ctrl.Result, bool, error) {
+	st := &s.vpc.Status
+	var timeout time.Duration
+	if s.vpc.Spec.WaitTimeout != nil {
+		timeout = s.vpc.Spec.WaitTimeout.Duration
+	}
+	wait := r.pollInterval()
+	var waiting []string
+	for _, ro := range st.Rollouts {
+		if ro.PauseState != advisorv1alpha1.PausePaused || len(ro.Items) == 0 {
+			continue
+		}
+		var objs []*unstructured.Unstructured
+		for _, i := range items {
+			it := st.Items[i]
+			if it.State != advisorv1alpha1.ItemInProgress || it.Action == advisorv1alpha1.ItemActionDelete || !slices.Contains(ro.Items, it.Name) {
+				continue
+			}
+			obj, err := plan.DesiredObject(it)
+			if err != nil {
+				return ctrl.Result{}, true, err
+			}
+			objs = append(objs, obj)
+		}
+		pool, err := targets.GetPool(ctx, r.APIReader, ro.Pool)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return ctrl.Result{}, true, err
+		}
+		if !slices.Contains(targets.PausedBy(pool), s.vpc.Name) || targets.PoolDegraded(pool) {
+			continue
+		}
+		rendered, msg, err := targets.BatchRendered(ctx, r.APIReader, pool, objs)
+		if err != nil {
+			return ctrl.Result{}, true, err
+		}
+		if rendered {
+			continue
+		}
+		if timeout > 0 && ro.PausedAt != nil {
+			left := ro.PausedAt.Add(timeout).Sub(s.now.Time)
+			if left <= 0 {
+				first := slices.IndexFunc(items, func(i int) bool { return slices.Contains(ro.Items, st.Items[i].Name) })
+				return r.failItem(s, items[max(first, 0)], fmt.Sprintf(
+					"MachineConfigPool %s did not render the whole batch within waitTimeout %s of its pause: %s", ro.Pool, timeout, msg)), true, nil
+			}
+			wait = min(wait, left)
+		}
+		waiting = append(waiting, msg)
+	}
+	if len(waiting) == 0 {
+		return ctrl.Result{}, false, nil
+	}
+	msg := "applied; the pool is resumed once it has rendered the whole batch: " + strings.Join(waiting, "; ")
+	for _, i := range items {
+		if st.Items[i].State == advisorv1alpha1.ItemInProgress {
+			st.Items[i].Message = msg
+		}
+	}
+	return ctrl.Result{RequeueAfter: wait}, true, nil
 }
 
 // goOnWithBatch goes on with the batch in the same step after a pool's pause was taken or
@@ -89,12 +192,24 @@ func (r *VirtPlatformConfigReconciler) goOnWithBatch(ctx context.Context, s *sco
 // the maintenance window, while the cluster upgrades, while a pool it rolls out in is
 // busy with another change.
 func (r *VirtPlatformConfigReconciler) holdBatch(ctx context.Context, s *scope) (ctrl.Result, bool, error) {
+	res, held, err := r.batchGate(ctx, s)
+	if held && err == nil {
+		// What another batch handed over is given back: this one takes its own pause once
+		// it may start.
+		err = r.releaseUnheld(ctx, s, poolsOf(&s.vpc.Status), true)
+	}
+	return res, held, err
+}
+
+// batchGate is the first gate that holds the batch now, if any (see holdBatch).
+func (r *VirtPlatformConfigReconciler) batchGate(ctx context.Context, s *scope) (ctrl.Result, bool, error) {
 	if w := s.vpc.Spec.MaintenanceWindow; w != nil {
 		win, err := schedule.Parse(w.Schedule, w.Duration.Duration, w.TimeZone)
 		if err != nil {
-			s.noApprovalNeeded()
-			s.setPhase(advisorv1alpha1.PhaseFailed, advisorv1alpha1.ReasonInvalidMaintenanceWindow,
-				fmt.Sprintf("spec.maintenanceWindow: %v: fix it to go on", err))
+			// Changed after the approval (a plan is not drafted with an invalid window):
+			// nothing of the batch starts until it is fixed.
+			s.setPhase(advisorv1alpha1.PhaseInProgress, advisorv1alpha1.ReasonInvalidMaintenanceWindow,
+				fmt.Sprintf("the items that roll out to nodes wait: spec.maintenanceWindow: %v: fix it to go on", err))
 			return ctrl.Result{}, true, nil
 		}
 		if open, _ := win.Open(s.now.Time); !open {

@@ -33,9 +33,11 @@ type scope struct {
 	phaseSet        bool
 	reason, message string
 	startPhase      advisorv1alpha1.Phase
-	transitions     []transition
-	notes           []note
-	now             metav1.Time
+	// startPools are the pools the rollouts named when the step started.
+	startPools  []string
+	transitions []transition
+	notes       []note
+	now         metav1.Time
 }
 
 type transition struct {
@@ -56,6 +58,7 @@ func (r *VirtPlatformConfigReconciler) newScope(vpc *advisorv1alpha1.VirtPlatfor
 		before:        vpc.DeepCopy(),
 		newGeneration: vpc.Generation != vpc.Status.ObservedGeneration,
 		startPhase:    vpc.Status.Phase,
+		startPools:    poolsOf(&vpc.Status),
 		now:           metav1.NewTime(r.now()),
 	}
 	if p, ok := r.Profiles.Get(vpc.Spec.Profile); ok {

@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -34,6 +35,12 @@ var probeInterval atomic.Int64
 var probeKernelArgs atomic.Bool
 
 const probeMachineConfig = "99-worker-probe-karg"
+
+// probeSecondKernelArgs, when set with probeKernelArgs, adds a second MachineConfig for the
+// worker pool, named probeSecondMachineConfig, with the kernel argument probe2=<value>.
+var probeSecondKernelArgs atomic.Int64
+
+const probeSecondMachineConfig = "99-worker-probe-karg-2"
 
 var _ profiles.Profile = densityProbe{}
 
@@ -78,8 +85,17 @@ func (densityProbe) Render(context.Context, client.Reader, *advisorv1alpha1.Prof
 		mc.SetGroupVersionKind(targets.MachineConfig.GVK)
 		mc.SetName(probeMachineConfig)
 		mc.SetLabels(map[string]string{"machineconfiguration.openshift.io/role": "worker"})
-		items = append([]plan.Item{{Name: "probe-kernel-args", Desired: mc, Impact: advisorv1alpha1.ImpactHigh,
-			Message: "add a kernel argument to the workers"}}, items...)
+		rollsOut := []plan.Item{{Name: "probe-kernel-args", Desired: mc, Impact: advisorv1alpha1.ImpactHigh,
+			Message: "add a kernel argument to the workers"}}
+		if v := probeSecondKernelArgs.Load(); v != 0 {
+			second := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"kernelArguments": []any{fmt.Sprintf("probe2=%d", v)}}}}
+			second.SetGroupVersionKind(targets.MachineConfig.GVK)
+			second.SetName(probeSecondMachineConfig)
+			second.SetLabels(map[string]string{"machineconfiguration.openshift.io/role": "worker"})
+			rollsOut = append(rollsOut, plan.Item{Name: "probe-kernel-args-2", Desired: second, Impact: advisorv1alpha1.ImpactHigh,
+				Message: "add a second kernel argument to the workers"})
+		}
+		items = append(rollsOut, items...)
 	}
 	return items, nil
 }

@@ -51,7 +51,7 @@ func (r *VirtPlatformConfigReconciler) checkUpgrade(ctx context.Context, s *scop
 	p.PlanHash = plan.PlanHash(st.PlanRevision+1, p.Items)
 	p.SnapshotHash = plan.CombinedSnapshotHash(p.Items)
 	r.install(s, p, st.PlanRevision+1)
-	if err := r.forecast(ctx, s); err != nil {
+	if err := r.forecast(ctx, s, nil); err != nil {
 		return ctrl.Result{}, err
 	}
 	s.recordDrafter(byOperator, advisorv1alpha1.ReasonUpgradeAvailable)

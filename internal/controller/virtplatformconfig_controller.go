@@ -36,7 +36,6 @@ import (
 	"github.com/kubevirt/virt-advisor-operator/internal/metrics"
 	"github.com/kubevirt/virt-advisor-operator/internal/plan"
 	"github.com/kubevirt/virt-advisor-operator/internal/profiles"
-	"github.com/kubevirt/virt-advisor-operator/internal/targets"
 	"github.com/kubevirt/virt-advisor-operator/internal/throttle"
 	"github.com/kubevirt/virt-advisor-operator/internal/watches"
 )
@@ -132,6 +131,12 @@ func (r *VirtPlatformConfigReconciler) Reconcile(ctx context.Context, req ctrl.R
 			r.forget(req.Name)
 			return ctrl.Result{}, nil
 		case err != nil || result.RequeueAfter != immediately, steps == maxStepsPerReconcile:
+			if err == nil {
+				err = r.settlePauses(ctx, s)
+			}
+			if errors.Is(err, errStatusConflict) {
+				return ctrl.Result{RequeueAfter: immediately}, nil
+			}
 			return result, err
 		}
 		vpc = s.vpc
@@ -145,6 +150,13 @@ func (r *VirtPlatformConfigReconciler) step(ctx context.Context, s *scope) (ctrl
 	// withdrawn approval, a redraft, Ignore).
 	if res, acted, err := r.releasePauses(ctx, s); acted || err != nil {
 		return res, err
+	}
+	if s.newGeneration {
+		// A spec change (DryRun, Ignore, a new approval) gives back what a pool names the
+		// config for without it holding or needing it.
+		if err := r.releaseUnheld(ctx, s, s.startPools, false); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	if s.vpc.Spec.Action == advisorv1alpha1.ActionIgnore {
 		return r.ignore(s)
@@ -335,29 +347,6 @@ func (r *VirtPlatformConfigReconciler) SetupWithManager(mgr ctrl.Manager) error 
 		return err
 	}
 	return mgr.Add(manager.RunnableFunc(r.releaseOrphanedPauses))
-}
-
-// releaseOrphanedPauses gives back, when the manager becomes the leader, the pauses of
-// configs deleted while no manager ran.
-func (r *VirtPlatformConfigReconciler) releaseOrphanedPauses(ctx context.Context) error {
-	log := logf.FromContext(ctx).WithName("pauses")
-	pools, _, err := targets.ListPools(ctx, r.APIReader)
-	if err != nil {
-		log.Error(err, "cannot look for pauses of deleted configs")
-		return nil
-	}
-	for i := range pools {
-		for _, name := range targets.PausedBy(&pools[i]) {
-			err := r.APIReader.Get(ctx, client.ObjectKey{Name: name}, &advisorv1alpha1.VirtPlatformConfig{})
-			if apierrors.IsNotFound(err) {
-				err = r.releaseDeleted(ctx, name)
-			}
-			if err != nil {
-				log.Error(err, "cannot give back the pause of a config", "config", name, "pool", pools[i].GetName())
-			}
-		}
-	}
-	return nil
 }
 
 // allConfigs wakes every config: a CRD appeared, changed or went away. Watches on its kinds

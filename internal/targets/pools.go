@@ -2,10 +2,12 @@ package targets
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -117,4 +119,33 @@ func ClusterUpgrading(ctx context.Context, reader client.Reader) (bool, string, 
 		return true, msg, nil
 	}
 	return false, "", nil
+}
+
+// PausedAtAnnotation records, on a MachineConfigPool the operator paused, when it paused
+// it (RFC 3339): a restarted operator exports the pause with the time it was taken.
+const PausedAtAnnotation = "advisor.kubevirt.io/paused-at"
+
+// PausedAt is when the operator paused the pool, from PausedAtAnnotation.
+func PausedAt(pool *unstructured.Unstructured) (time.Time, bool) {
+	t, err := time.Parse(time.RFC3339, pool.GetAnnotations()[PausedAtAnnotation])
+	return t, err == nil
+}
+
+// PauseWrittenBy is the field manager that last changed the pool's spec.paused ("" when
+// none is recorded): the API server moves a field of an update to the manager that
+// changes its value.
+func PauseWrittenBy(pool *unstructured.Unstructured) string {
+	for _, mf := range pool.GetManagedFields() {
+		if mf.FieldsV1 == nil {
+			continue
+		}
+		var fields map[string]map[string]json.RawMessage
+		if json.Unmarshal(mf.FieldsV1.GetRawBytes(), &fields) != nil {
+			continue
+		}
+		if _, ok := fields["f:spec"]["f:paused"]; ok {
+			return mf.Manager
+		}
+	}
+	return ""
 }

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -307,7 +308,10 @@ func (r *VirtPlatformConfigReconciler) releaseOrphanedPauses(ctx context.Context
 	for i := range pools {
 		pool := &pools[i]
 		for _, name := range targets.PausedBy(pool) {
-			if err := r.releaseOrphaned(ctx, pool, name); err != nil {
+			// The pool's write is guarded by the resourceVersion read, and the Machine
+			// Config Operator writes the pool too: read it again and retry on a conflict.
+			err := retry.RetryOnConflict(retry.DefaultBackoff, func() error { return r.releaseOrphaned(ctx, pool, name) })
+			if err != nil {
 				log.Error(err, "cannot give back the pause of a config", "config", name, "pool", pool.GetName())
 			}
 		}

@@ -34,9 +34,17 @@ func (r *VirtPlatformConfigReconciler) persist(ctx context.Context, s *scope, st
 }
 
 // writeStatus persists the status as the step has it so far, before a write it
-// authorizes (see writeItem).
+// authorizes (see writeItem). The Events of what it persists are recorded with it: a
+// later status write of the step that is refused (the config changed meanwhile) ends the
+// step, and the next one starts from what was persisted here, so it would not note them
+// again.
 func (r *VirtPlatformConfigReconciler) writeStatus(ctx context.Context, s *scope) error {
-	return r.finishStatus(ctx, s, true)
+	if err := r.finishStatus(ctx, s, true); err != nil {
+		return err
+	}
+	s.recordEvents(r.Recorder)
+	s.startPhase, s.transitions, s.notes = s.vpc.Status.Phase, nil, nil
+	return nil
 }
 
 // finishStatus fills the derived status fields (observed generation, conditions, summary)

@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // ProfileName names a tuning profile. A VirtPlatformConfig is named after its profile.
@@ -532,10 +533,20 @@ type VirtPlatformConfigStatus struct {
 type ReplacedRecord struct {
 	// targetRef is the target.
 	TargetRef TargetReference `json:"targetRef"`
-	// created is true when the target did not exist before the first apply: the revert
-	// deletes it (or, when another field manager shares its fields, hands it back).
+	// created is true when the target did not exist right before a write of this config,
+	// which creates it (also after an object recorded here before was deleted: its
+	// absence is what a revert goes back to). The revert deletes the object uid names
+	// (or, when another field manager shares its fields, hands it back), and no other.
 	// +optional
 	Created bool `json:"created,omitempty"`
+	// uid is the UID of the object a write of this config created. Unset while no write
+	// is known to have created it (the write may have been lost, refused, or cut off by
+	// a restart): an object found there later counts as created by this profile's write
+	// only when no other field manager owns a field of it; any other object was created
+	// by someone else, and the record becomes that of a target that existed, with the
+	// values the object holds then.
+	// +optional
+	UID types.UID `json:"uid,omitempty"`
 	// fields are the managed paths the applies set on a target that existed, each with the
 	// value it had before the first apply that set it.
 	// +optional

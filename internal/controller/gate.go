@@ -70,6 +70,12 @@ func (r *VirtPlatformConfigReconciler) writeItem(ctx context.Context, s *scope, 
 		Rendered:      rendered,
 		Revert:        plan.RecordOf(st.Replaced, item.TargetRef),
 	})
+	if err == nil && out.CreatedUID != "" {
+		// The write created the target: its record names the object, the one a revert
+		// deletes, and is persisted with the next status write. Lost in a crash before
+		// then, it is found again from the object (see plan.RecordReplaced).
+		st.Replaced = plan.RecordCreated(st.Replaced, item.TargetRef, out.CreatedUID)
+	}
 	return out, nil, err
 }
 

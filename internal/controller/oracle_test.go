@@ -13,6 +13,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -149,7 +150,7 @@ func (o *approvalOracle) judge(req *http.Request, w writeTarget, body []byte) st
 					return ""
 				}
 			case it.Action == advisorv1alpha1.ItemActionDelete:
-				if req.Method == http.MethodDelete && vpc.Spec.Revert {
+				if req.Method == http.MethodDelete && vpc.Spec.Revert && deletesRecorded(vpc, it, body) {
 					return ""
 				}
 			case it.Action == advisorv1alpha1.ItemActionRestore:
@@ -302,6 +303,19 @@ func sameContent(it advisorv1alpha1.PlanItem, body []byte) bool {
 		}
 	}
 	return equality.Semantic.DeepEqual(sent, desired)
+}
+
+// deletesRecorded tells whether a DELETE is guarded by the UID of the object the config's
+// status.replaced records as created by its writes: a revert deletes that object, and no
+// other one of the same name.
+func deletesRecorded(vpc *advisorv1alpha1.VirtPlatformConfig, it advisorv1alpha1.PlanItem, body []byte) bool {
+	rec := plan.RecordOf(vpc.Status.Replaced, it.TargetRef)
+	var opts metav1.DeleteOptions
+	if rec == nil || !rec.Created || rec.UID == "" || json.Unmarshal(body, &opts) != nil ||
+		opts.Preconditions == nil || opts.Preconditions.UID == nil {
+		return false
+	}
+	return *opts.Preconditions.UID == rec.UID
 }
 
 // restoresContent tells whether a revert's JSON patch sets every top-level part it writes

@@ -37,10 +37,13 @@ func revertCause(s *scope) *draftCause {
 // draftRevert drafts the revert plan from status.replaced and shows it for review.
 func (r *VirtPlatformConfigReconciler) draftRevert(ctx context.Context, s *scope, cause draftCause) (ctrl.Result, error) {
 	st := &s.vpc.Status
-	p, err := r.Engine.DraftRevert(ctx, plan.RevertRequest{Profile: s.profileName(), Records: st.Replaced, Revision: st.PlanRevision + 1})
+	p, replaced, err := r.Engine.DraftRevert(ctx, plan.RevertRequest{Profile: s.profileName(), Records: st.Replaced, Revision: st.PlanRevision + 1})
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	// The records as the plan was drafted from them: a Delete item is drafted again from
+	// its record right before the write, and deletes only the object the record names.
+	st.Replaced = replaced
 	r.install(s, p, st.PlanRevision+1)
 	if err := r.forecast(ctx, s, nil); err != nil {
 		return ctrl.Result{}, err

@@ -59,6 +59,11 @@ type ApplyOutcome struct {
 	Record *advisorv1alpha1.AppliedRecord
 	// Written is the target as the apply's answer showed it, when Applied.
 	Written *unstructured.Unstructured
+	// CreatedUID is the UID of the target when this apply created it: it did not exist
+	// right before, and the apply's answer shows no field manager but the profile's (see
+	// createdByProfile). The caller records it (RecordCreated): a revert deletes that
+	// object, and no other.
+	CreatedUID types.UID
 }
 
 // ApplyItem executes one item. It re-reads the target; when the target already holds the
@@ -148,6 +153,9 @@ func (e *Engine) ApplyItem(ctx context.Context, item advisorv1alpha1.PlanItem, o
 	}
 	out := ApplyOutcome{Applied: true, Record: record(item, valuesHash(target, paths, applied, false, norms...)), Written: applied}
 	out.SpecChanged = live == nil || !jsonEqual(live.Object["spec"], applied.Object["spec"])
+	if live == nil && createdByProfile(applied, manager) {
+		out.CreatedUID = applied.GetUID()
+	}
 	return out, nil
 }
 

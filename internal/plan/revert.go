@@ -20,14 +20,17 @@ import (
 
 // A revert puts back what a config's executions replaced. Before each apply the operator
 // records, from the target as it reads it then, what the apply replaces (RecordReplaced):
-// for a target that did not exist, only that it was created; for one that existed, each
+// for a target that did not exist, that the apply creates it; for one that existed, each
 // managed path's value before the first apply that set it (or its absence), the field
-// managers that owned it, and a hash of the value applied. The revert plan is drafted from
-// those records (DraftRevert) and executed like any plan:
+// managers that owned it, and a hash of the value applied. The record of a created target
+// names the object only once an apply is known to have created it (its UID, from the
+// apply's answer: RecordCreated), since the write recorded before may never happen (a
+// lost connection, a stale plan, a crash) and someone else may create the object instead.
+// The revert plan is drafted from those records (DraftRevert) and executed like any plan:
 //
-//   - a created target is deleted (Delete), unless another field manager shares the
-//     fields the profile set on it: then only the profile's ownership is released
-//     (Release);
+//   - the object an apply created is deleted (Delete), and no other object of that name,
+//     unless another field manager shares the fields the profile set on it: then only the
+//     profile's ownership is released (Release);
 //   - a target that existed gets its recorded values back and loses the fields the
 //     profile added (Restore). A field another manager shares with the profile at the
 //     value the profile applied keeps its value; a field whose value changed since the
@@ -45,6 +48,15 @@ const RevertFieldManager = "virt-advisor-operator"
 // A path recorded by an earlier apply keeps its first value; only the hash of the value
 // applied moves on. Paths the profile already owned before any record (an apply by an
 // operator version that did not record) are not recorded: a revert releases them.
+//
+// The record follows the object the write meets. An absent target is recorded as created
+// (without a UID until an apply is known to have created it: RecordCreated), whatever was
+// recorded of an object there before: whoever deleted that object left absence as the
+// state to go back to. An object found where the record says created is the one an apply
+// created when its UID is the one recorded, or, with no UID recorded, when it looks
+// created by the profile's own write (an apply whose answer was lost in a crash, see
+// createdByProfile); any other object was created by someone else, and is recorded as a
+// target that existed, with the values it holds now.
 func (e *Engine) RecordReplaced(ctx context.Context, profile string, item advisorv1alpha1.PlanItem, records []advisorv1alpha1.ReplacedRecord) ([]advisorv1alpha1.ReplacedRecord, error) {
 	if item.Action != "" && item.Action != advisorv1alpha1.ItemActionApply {
 		return records, nil
@@ -68,14 +80,23 @@ func (e *Engine) RecordReplaced(ctx context.Context, profile string, item adviso
 	key := KeyOf(item.TargetRef)
 	k := slices.IndexFunc(out, func(r advisorv1alpha1.ReplacedRecord) bool { return KeyOf(r.TargetRef) == key })
 	if k < 0 {
-		out = append(out, advisorv1alpha1.ReplacedRecord{TargetRef: item.TargetRef, Created: live == nil})
+		out = append(out, advisorv1alpha1.ReplacedRecord{TargetRef: item.TargetRef})
 		k = len(out) - 1
 	}
 	rec := &out[k]
-	if rec.Created || live == nil {
+	manager := FieldManagerFor(profile)
+	switch {
+	case live == nil:
+		*rec = advisorv1alpha1.ReplacedRecord{TargetRef: item.TargetRef, Created: true}
 		return out, nil
+	case rec.Created:
+		settleCreated(rec, live, manager)
+		if rec.UID == live.GetUID() {
+			return out, nil
+		}
+		*rec = advisorv1alpha1.ReplacedRecord{TargetRef: item.TargetRef}
 	}
-	mine, _, owned := appliedFields(live, FieldManagerFor(profile))
+	mine, _, owned := appliedFields(live, manager)
 	for _, p := range absentRoots(paths, live) {
 		applied, _ := valueAt(desired.Object, p)
 		appliedHash := HashJSON(applied)
@@ -86,7 +107,7 @@ func (e *Engine) RecordReplaced(ctx context.Context, profile string, item adviso
 		if owned && (ownsPath(mine, p) || ownsAtomic(mine, p)) {
 			continue
 		}
-		f := advisorv1alpha1.ReplacedField{Path: p.String(), AppliedHash: appliedHash, Managers: ownersOf(live, p, FieldManagerFor(profile))}
+		f := advisorv1alpha1.ReplacedField{Path: p.String(), AppliedHash: appliedHash, Managers: ownersOf(live, p, manager)}
 		if prev, ok := valueAt(live.Object, p); ok {
 			raw, err := json.Marshal(prev)
 			if err != nil {
@@ -112,6 +133,47 @@ func (e *Engine) RecordReplaced(ctx context.Context, profile string, item adviso
 		}
 	}
 	return out, nil
+}
+
+// RecordCreated returns records with the record of ref naming uid as the object an apply
+// created: a revert deletes that object, and no other one of the same name.
+func RecordCreated(records []advisorv1alpha1.ReplacedRecord, ref advisorv1alpha1.TargetReference, uid types.UID) []advisorv1alpha1.ReplacedRecord {
+	out := make([]advisorv1alpha1.ReplacedRecord, len(records), len(records)+1)
+	for i := range records {
+		records[i].DeepCopyInto(&out[i])
+	}
+	created := advisorv1alpha1.ReplacedRecord{TargetRef: ref, Created: true, UID: uid}
+	if rec := RecordOf(out, ref); rec != nil {
+		*rec = created
+		return out
+	}
+	return append(out, created)
+}
+
+// settleCreated names live in rec when rec records a created target whose creating apply
+// is not known to have happened and live looks created by the profile's own write.
+func settleCreated(rec *advisorv1alpha1.ReplacedRecord, live *unstructured.Unstructured, manager string) {
+	if rec.Created && rec.UID == "" && live != nil && createdByProfile(live, manager) {
+		rec.UID = live.GetUID()
+	}
+}
+
+// createdByProfile tells whether obj looks created by a server-side apply of the profile's
+// field manager: that manager applied it and no other field manager owns any field of it
+// (status writers aside). An object someone else created carries its creator's entry
+// (kubectl, a GitOps tool, another profile). An object the profile created and someone
+// changed since reads as someone else's too: its revert then hands it back instead of
+// deleting it, which errs on the side of keeping an object.
+func createdByProfile(obj *unstructured.Unstructured, manager string) bool {
+	if _, _, owned := appliedFields(obj, manager); !owned {
+		return false
+	}
+	for _, e := range obj.GetManagedFields() {
+		if e.Manager != manager && e.Subresource == "" {
+			return false
+		}
+	}
+	return true
 }
 
 // absentRoots is paths with each path whose parent map is missing on live replaced by its
@@ -161,14 +223,25 @@ type RevertRequest struct {
 }
 
 // DraftRevert drafts the revert plan of records: one item per target that still holds
-// something to put back, the last target applied first.
-func (e *Engine) DraftRevert(ctx context.Context, req RevertRequest) (Plan, error) {
+// something to put back, the last target applied first. It returns the records the plan
+// was drafted from: req.Records with each created target whose creating apply was not
+// known to have happened named when the object there now looks created by the profile's
+// own write (an apply whose answer was lost in a crash). The caller stores them with the
+// plan: a revert deletes only an object a record names.
+func (e *Engine) DraftRevert(ctx context.Context, req RevertRequest) (Plan, []advisorv1alpha1.ReplacedRecord, error) {
 	manager := FieldManagerFor(req.Profile)
+	records := make([]advisorv1alpha1.ReplacedRecord, len(req.Records))
+	for i := range req.Records {
+		req.Records[i].DeepCopyInto(&records[i])
+	}
 	var items []advisorv1alpha1.PlanItem
-	for i := len(req.Records) - 1; i >= 0; i-- {
-		it, ok, err := e.revertItem(ctx, req.Profile, manager, req.Records[i])
+	for i := len(records) - 1; i >= 0; i-- {
+		if err := e.settleCreatedRecord(ctx, manager, &records[i]); err != nil {
+			return Plan{}, nil, err
+		}
+		it, ok, err := e.revertItem(ctx, req.Profile, manager, records[i])
 		if err != nil {
-			return Plan{}, err
+			return Plan{}, nil, err
 		}
 		if ok {
 			items = append(items, it)
@@ -179,7 +252,32 @@ func (e *Engine) DraftRevert(ctx context.Context, req RevertRequest) (Plan, erro
 		PlanHash:     PlanHash(req.Revision, items),
 		SnapshotHash: CombinedSnapshotHash(items),
 		FieldManager: manager,
-	}, nil
+	}, records, nil
+}
+
+// settleCreatedRecord reads the target of a created record that names no object yet and
+// names the object there when it looks created by the profile's own write.
+func (e *Engine) settleCreatedRecord(ctx context.Context, manager string, rec *advisorv1alpha1.ReplacedRecord) error {
+	if !rec.Created || rec.UID != "" {
+		return nil
+	}
+	live, err := e.readLive(ctx, probeOf(rec.TargetRef), types.NamespacedName{Namespace: rec.TargetRef.Namespace, Name: rec.TargetRef.Name})
+	if err != nil {
+		if IsPermanent(err) {
+			return nil
+		}
+		return err
+	}
+	settleCreated(rec, live, manager)
+	return nil
+}
+
+// probeOf is an empty object of ref's kind, to read ref with.
+func probeOf(ref advisorv1alpha1.TargetReference) *unstructured.Unstructured {
+	probe := &unstructured.Unstructured{}
+	probe.SetAPIVersion(ref.APIVersion)
+	probe.SetKind(ref.Kind)
+	return probe
 }
 
 // RevertItemName is the name of the revert item of a target.
@@ -194,10 +292,7 @@ func RevertItemName(ref advisorv1alpha1.TargetReference) string {
 // revertItem drafts what reverting rec does to its target now; ok is false when there is
 // nothing to put back (the target is gone, or holds nothing of the profile's any more).
 func (e *Engine) revertItem(ctx context.Context, profile, manager string, rec advisorv1alpha1.ReplacedRecord) (advisorv1alpha1.PlanItem, bool, error) {
-	probe := &unstructured.Unstructured{}
-	probe.SetAPIVersion(rec.TargetRef.APIVersion)
-	probe.SetKind(rec.TargetRef.Kind)
-	live, err := e.readLive(ctx, probe, types.NamespacedName{Namespace: rec.TargetRef.Namespace, Name: rec.TargetRef.Name})
+	live, err := e.readLive(ctx, probeOf(rec.TargetRef), types.NamespacedName{Namespace: rec.TargetRef.Namespace, Name: rec.TargetRef.Name})
 	if err != nil {
 		if IsPermanent(err) {
 			// The kind is no longer served: nothing of it is left to put back.
@@ -220,10 +315,22 @@ func (e *Engine) revertItem(ctx context.Context, profile, manager string, rec ad
 		impact = advisorv1alpha1.ImpactHigh
 	}
 	if rec.Created {
-		if !owned {
-			return advisorv1alpha1.PlanItem{}, false, nil
+		if rec.UID != "" && rec.UID == live.GetUID() {
+			if !owned {
+				return advisorv1alpha1.PlanItem{}, false, nil
+			}
+			return revertCreated(pi, live, profile, manager, mine, impact)
 		}
-		return revertCreated(pi, live, profile, manager, mine, impact)
+		// The object there is not one an apply of this config is known to have created:
+		// someone else created it (after a write that never happened, or after deleting
+		// the one created). Nothing of it was recorded, and it is never deleted: what the
+		// profile set on it is handed back.
+		pi, ok, err := revertExisting(pi, advisorv1alpha1.ReplacedRecord{TargetRef: rec.TargetRef}, live, profile, manager, mine, owned, impact)
+		if ok {
+			pi.Message = fmt.Sprintf("keeps %s (uid %s), which this profile did not create: hands back this profile's fields and leaves its values as they are",
+				describeRef(pi.TargetRef), live.GetUID())
+		}
+		return pi, ok, err
 	}
 	return revertExisting(pi, rec, live, profile, manager, mine, owned, impact)
 }
@@ -258,7 +365,7 @@ func revertCreated(pi advisorv1alpha1.PlanItem, live *unstructured.Unstructured,
 	pi.Diff = deletionDiff(live)
 	pi.SnapshotHash = valuesHash(pi.TargetRef, paths, live, true)
 	pi.TargetHash = valuesHash(pi.TargetRef, paths, nil, false)
-	pi.Message = fmt.Sprintf("deletes %s, which this profile created", describeRef(pi.TargetRef))
+	pi.Message = fmt.Sprintf("deletes %s (uid %s), which this profile created", describeRef(pi.TargetRef), live.GetUID())
 	return pi, true, nil
 }
 
@@ -446,11 +553,8 @@ func (e *Engine) revert(ctx context.Context, profile, manager string, item advis
 	if err != nil {
 		return ApplyOutcome{}, fmt.Errorf("%w: item %s: %v", ErrInvalidPlan, item.Name, err)
 	}
-	probe := &unstructured.Unstructured{}
-	probe.SetAPIVersion(item.TargetRef.APIVersion)
-	probe.SetKind(item.TargetRef.Kind)
 	key := types.NamespacedName{Namespace: item.TargetRef.Namespace, Name: item.TargetRef.Name}
-	live, err := e.readLive(ctx, probe, key)
+	live, err := e.readLive(ctx, probeOf(item.TargetRef), key)
 	if err != nil {
 		return ApplyOutcome{}, err
 	}
@@ -478,7 +582,7 @@ func (e *Engine) revert(ctx context.Context, profile, manager string, item advis
 		return ApplyOutcome{Outdated: true}, nil
 	}
 	if item.Action == advisorv1alpha1.ItemActionDelete {
-		return e.deleteTarget(ctx, live)
+		return e.deleteTarget(ctx, live, rec.UID)
 	}
 	after, err := DesiredObject(item)
 	if err != nil {
@@ -497,9 +601,14 @@ func (e *Engine) revert(ctx context.Context, profile, manager string, item advis
 	return ApplyOutcome{Applied: true, SpecChanged: !jsonEqual(live.Object["spec"], after.Object["spec"])}, nil
 }
 
-// deleteTarget deletes live, guarded by its uid and resourceVersion.
-func (e *Engine) deleteTarget(ctx context.Context, live *unstructured.Unstructured) (ApplyOutcome, error) {
-	uid, rv := live.GetUID(), live.GetResourceVersion()
+// deleteTarget deletes live, the object a record names by uid, guarded by that uid and the
+// resourceVersion read: an object created again under the name, by anyone, is never
+// deleted.
+func (e *Engine) deleteTarget(ctx context.Context, live *unstructured.Unstructured, uid types.UID) (ApplyOutcome, error) {
+	if uid == "" || uid != live.GetUID() {
+		return ApplyOutcome{}, fmt.Errorf("%w: delete %s: it is not the object status.replaced records as created (uid %q)", ErrInvalidPlan, describe(live), uid)
+	}
+	rv := live.GetResourceVersion()
 	err := e.writer().Delete(ctx, live, client.Preconditions{UID: &uid, ResourceVersion: &rv})
 	switch {
 	case apierrors.IsNotFound(err):

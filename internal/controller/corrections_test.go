@@ -17,8 +17,8 @@ import (
 	"github.com/kubevirt/virt-advisor-operator/internal/profiles/loadaware"
 )
 
-// kernelArguments reads a MachineConfig's kernel arguments.
-func kernelArguments(name string) []string {
+// machineConfigKernelArguments reads a MachineConfig's kernel arguments.
+func machineConfigKernelArguments(name string) []string {
 	GinkgoHelper()
 	mc := read(mcGVK, types.NamespacedName{Name: name})
 	if mc == nil {
@@ -46,12 +46,12 @@ var _ = Describe("Aggressive drift corrections that roll out to nodes", func() {
 		driftPSIByHand()
 		Eventually(inProgressReason).Should(Equal(advisorv1alpha1.ReasonAwaitingMaintenanceWindow),
 			"the correction rolls out to nodes: it waits for the window like any batch")
-		Consistently(kernelArguments).WithArguments(loadaware.PSIMachineConfigName).Should(Equal([]string{"psi=0"}))
+		Consistently(machineConfigKernelArguments).WithArguments(loadaware.PSIMachineConfigName).Should(Equal([]string{"psi=0"}))
 		Expect(requests.writesSince(mark, "machineconfigpools")).To(BeEmpty())
 
 		By("the window opens: the pool is paused before the correction is written")
 		patchSpec(`{"maintenanceWindow":{"schedule":"* * * * *","duration":"1h"}}`)
-		Eventually(kernelArguments).WithArguments(loadaware.PSIMachineConfigName).Should(Equal([]string{"psi=1"}))
+		Eventually(machineConfigKernelArguments).WithArguments(loadaware.PSIMachineConfigName).Should(Equal([]string{"psi=1"}))
 		writes := requests.writesSince(mark)
 		pause := indexOf(writes, "PATCH /apis/machineconfiguration.openshift.io/v1/machineconfigpools/worker")
 		apply := indexOf(writes, "PATCH /apis/machineconfiguration.openshift.io/v1/machineconfigs/"+loadaware.PSIMachineConfigName)
@@ -132,9 +132,9 @@ var _ = Describe("Aggressive drift corrections that roll out to nodes", func() {
 
 		By("the first MachineConfig drifts: its correction is applied, the upgrade is not")
 		kubectl("patch", "mc", probeMachineConfig, "--type=merge", "-p", `{"spec":{"kernelArguments":["probe=0"]}}`)
-		Eventually(kernelArguments).WithArguments(probeMachineConfig).Should(Equal([]string{"probe=1"}))
+		Eventually(machineConfigKernelArguments).WithArguments(probeMachineConfig).Should(Equal([]string{"probe=1"}))
 		Consistently(func() advisorv1alpha1.Phase { return getProbe().Status.Phase }).ShouldNot(Equal(advisorv1alpha1.PhaseReviewRequired))
-		Expect(kernelArguments(probeSecondMachineConfig)).To(Equal([]string{"probe2=0"}), "the upgrade is never written without its review")
+		Expect(machineConfigKernelArguments(probeSecondMachineConfig)).To(Equal([]string{"probe2=0"}), "the upgrade is never written without its review")
 		rolloutPool()
 		back := waitProbe(advisorv1alpha1.PhaseCompletedWithUpgrade)
 		Expect(item(back, "probe-kernel-args").State).To(Equal(advisorv1alpha1.ItemCompleted))

@@ -235,6 +235,9 @@ func (r *VirtPlatformConfigReconciler) batchGate(ctx context.Context, s *scope) 
 			continue
 		}
 		pool, err := targets.GetPool(ctx, r.APIReader, ro.Pool)
+		if apierrors.IsNotFound(err) {
+			continue // nothing rolls out in it: the items' health check says so
+		}
 		if err != nil {
 			return ctrl.Result{}, true, err
 		}
@@ -279,10 +282,12 @@ func (r *VirtPlatformConfigReconciler) checkBatch(ctx context.Context, s *scope,
 			continue
 		}
 		pool, err := targets.GetPool(ctx, r.APIReader, ro.Pool)
-		if err != nil {
+		if err != nil && !apierrors.IsNotFound(err) {
 			return ctrl.Result{}, err
 		}
-		if targets.PoolPaused(pool) {
+		// A pool that does not exist holds nothing back: the items' health check fails
+		// them, naming the missing pool.
+		if pool != nil && targets.PoolPaused(pool) {
 			paused[ro.Pool] = true
 			who := "somebody else"
 			if holders := targets.PausedBy(pool); len(holders) > 0 {

@@ -2,6 +2,7 @@ package plan
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -75,6 +76,30 @@ func (e *Engine) ApplyItem(ctx context.Context, item advisorv1alpha1.PlanItem, o
 	case advisorv1alpha1.ItemActionRestore, advisorv1alpha1.ItemActionDelete:
 		return e.revert(ctx, o.Profile, manager, item, o.Revert, o.CheckSnapshot)
 	}
+	// The apply is made to the version of the target its checks read. Another writer in
+	// between (another profile applying its own fields of a shared target, a controller
+	// updating its object) makes the API server refuse it with a 409, which says only that
+	// the object changed, not that a value the plan manages did: the checks are made again
+	// on a fresh read, and they decide.
+	for attempt := 1; ; attempt++ {
+		out, err := e.applyOnce(ctx, item, o, manager)
+		if !errors.Is(err, errChangedWhileApplied) || attempt == maxApplyAttempts {
+			return out, err
+		}
+	}
+}
+
+// maxApplyAttempts bounds how often ApplyItem reads and checks a target that keeps
+// changing between its read and its write; then the conflict is returned, and the
+// reconcile is retried with a backoff.
+const maxApplyAttempts = 3
+
+// errChangedWhileApplied wraps the 409 of an apply made to a version of its target that is
+// no longer the latest.
+var errChangedWhileApplied = errors.New("the target changed between its read and the apply")
+
+// applyOnce is one attempt of ApplyItem, from a fresh read of the target.
+func (e *Engine) applyOnce(ctx context.Context, item advisorv1alpha1.PlanItem, o ApplyOptions, manager string) (ApplyOutcome, error) {
 	desired, err := DesiredObject(item)
 	if err != nil {
 		return ApplyOutcome{}, err
@@ -116,7 +141,7 @@ func (e *Engine) ApplyItem(ctx context.Context, item advisorv1alpha1.PlanItem, o
 			return ApplyOutcome{}, fmt.Errorf("%w: item %s: %v", ErrInvalidPlan, item.Name, err)
 		}
 	}
-	if o.CheckSnapshot && valuesHash(target, paths, live, true, norms...) != item.SnapshotHash && !movedToward(item, target, paths, live, norms) {
+	if o.CheckSnapshot && !snapshotMatches(item.SnapshotHash, target, paths, live, norms...) && !movedToward(item, target, paths, live, norms) {
 		return ApplyOutcome{Stale: true, StaleReason: "changed since the plan was reviewed"}, nil
 	}
 	opts := []client.ApplyOption{client.FieldOwner(manager)}
@@ -132,17 +157,17 @@ func (e *Engine) ApplyItem(ctx context.Context, item advisorv1alpha1.PlanItem, o
 	applied := desired.DeepCopy()
 	if live != nil {
 		// Apply only to the version just checked, its user-control annotations included: a
-		// change between the check and the apply is a conflict. With the optimistic lock
-		// the item is then stale; without it (bypassOptimisticLock) the apply is retried
-		// from a fresh read, which sees an opt-out set in between.
+		// change between the check and the apply is a conflict, after which the checks are
+		// made again on a fresh read (see ApplyItem), which sees a change of the managed
+		// values (Stale) or an opt-out set in between.
 		applied.SetResourceVersion(live.GetResourceVersion())
 	}
 	if err := e.writer().Apply(ctx, client.ApplyConfigurationFromUnstructured(applied), opts...); err != nil {
 		if now, isConflict := fieldConflicts(err, live, desired); isConflict {
 			return ApplyOutcome{Stale: true, StaleReason: "another field manager owns a field the plan sets: " + describeConflicts(now)}, nil
 		}
-		if o.CheckSnapshot && apierrors.IsConflict(err) {
-			return ApplyOutcome{Stale: true, StaleReason: "changed while being applied"}, nil
+		if live != nil && apierrors.IsConflict(err) {
+			return ApplyOutcome{}, fmt.Errorf("apply %s: %w: %w", describe(desired), errChangedWhileApplied, err)
 		}
 		return ApplyOutcome{}, fmt.Errorf("apply %s: %w", describe(desired), err)
 	}
@@ -344,7 +369,7 @@ func (e *Engine) Snapshot(ctx context.Context, profile string, item advisorv1alp
 	}
 	norms := normalizersOf(item.IgnoredFields)
 	target := TargetOf(desired)
-	if movedToward(item, target, paths, live, norms) {
+	if snapshotMatches(item.SnapshotHash, target, paths, live, norms...) || movedToward(item, target, paths, live, norms) {
 		return item.SnapshotHash, nil
 	}
 	return valuesHash(target, paths, live, true, norms...), nil

@@ -272,11 +272,15 @@ func (e *Engine) readLive(ctx context.Context, like *unstructured.Unstructured, 
 
 // DriftCheck is what a target looks like against what its item applied.
 type DriftCheck struct {
-	// InSync: the values the item applied are still there.
+	// InSync: the values the item applied are still there (or it applied nothing).
 	InSync bool
 	// ControlsChanged: the target's user-control annotations changed since the plan was
-	// drafted; the plan must be drafted again.
+	// drafted; the plan must be drafted again, and nothing else was checked.
 	ControlsChanged bool
+	// Refused, when set, is why the API server refuses the correction's dry-run because of
+	// the target's patch annotation (the desired state it made no longer fits the served
+	// schema): the item's to report, by a fresh draft, never a reconcile error to retry.
+	Refused string
 	// Check is the correction (set when not in sync): the diff that re-applying shows.
 	Check
 }
@@ -302,7 +306,11 @@ func (e *Engine) ControlsChanged(ctx context.Context, item advisorv1alpha1.PlanI
 }
 
 // CheckDrift compares an applied item's target with what the item applied: a read and a
-// hash when it is in sync; a dry-run of the correction only when it is not.
+// hash when it is in sync; a dry-run of the correction only when it is not. A target whose
+// user-control annotations changed is only reported so (its plan is drafted again, and
+// the draft judges the annotations), and an item that applied nothing is only checked for
+// them: neither is dry-run, so an annotation the API server refuses is reported once, by
+// the draft, as its item's message.
 func (e *Engine) CheckDrift(ctx context.Context, profile string, item advisorv1alpha1.PlanItem) (DriftCheck, error) {
 	desired, err := DesiredObject(item)
 	if err != nil {
@@ -318,18 +326,24 @@ func (e *Engine) CheckDrift(ctx context.Context, profile string, item advisorv1a
 	} else {
 		dc.ControlsChanged = item.ControlsHash != ""
 	}
-	if item.Applied != nil {
-		paths, err := ParseFieldPaths(item.Applied.Fields)
-		if err != nil {
-			return DriftCheck{}, fmt.Errorf("%w: item %s: %v", ErrInvalidPlan, item.Name, err)
-		}
-		if valuesHash(TargetOf(desired), paths, live, false, normalizersOf(item.IgnoredFields)...) == item.Applied.Hash {
-			dc.InSync = true
-			return dc, nil
-		}
+	if dc.ControlsChanged || item.Applied == nil {
+		dc.InSync = true
+		return dc, nil
+	}
+	paths, err := ParseFieldPaths(item.Applied.Fields)
+	if err != nil {
+		return DriftCheck{}, fmt.Errorf("%w: item %s: %v", ErrInvalidPlan, item.Name, err)
+	}
+	if valuesHash(TargetOf(desired), paths, live, false, normalizersOf(item.IgnoredFields)...) == item.Applied.Hash {
+		dc.InSync = true
+		return dc, nil
 	}
 	dc.Check, err = e.check(ctx, FieldManagerFor(profile), desired, live, item)
 	if err != nil {
+		if controls, cerr := ReadControls(live); cerr == nil && len(controls.Patch) > 0 && refusesObject(err) {
+			dc.InSync, dc.Refused = true, refusedPatch(err).Error()
+			return dc, nil
+		}
 		return DriftCheck{}, err
 	}
 	dc.InSync = dc.Change != advisorv1alpha1.ChangeValues

@@ -1,7 +1,11 @@
 package controller_test
 
 import (
+	"strings"
+
+	"github.com/onsi/gomega/types"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -119,6 +123,65 @@ var _ = Describe("User-control annotations on targets, end to end", func() {
 		noTargetWritesSince(mark)
 	})
 
+	DescribeTable("a patch the API server refuses, on the target before the plan is drafted: the item is Skipped with the refusal, reported once, the other items complete, and fixing the annotation redrafts the plan for review",
+		func(fix func(), planned types.GomegaMatcher) {
+			annotateDescheduler(plan.PatchAnnotation, bogusMode)
+			errorsBefore := metricValue("controller_runtime_reconcile_errors_total", nil)
+			createConfig(advisorv1alpha1.VirtPlatformConfigSpec{Action: advisorv1alpha1.ActionApply})
+			Eventually(itemState).WithArguments(loadaware.ItemPSI).Should(Equal(advisorv1alpha1.ItemInProgress))
+			rolloutPool()
+			vpc := waitPhase(advisorv1alpha1.PhaseCompleted)
+			bad := item(vpc, loadaware.ItemDescheduler)
+			Expect(bad.State).To(Equal(advisorv1alpha1.ItemSkipped))
+			Expect(bad.Message).To(And(ContainSubstring("the API server refuses the desired object it makes"), ContainSubstring(`"Bogus"`),
+				ContainSubstring("Fix or remove the annotation; the other items are not affected")))
+			psiAppliedNormally(vpc)
+
+			By("the refusal is the item's message and one Event, never a reconcile error retried")
+			mark := requests.mark()
+			poke()
+			Consistently(func() []string { return dryRunsSince(mark, "kubedeschedulers") }).Should(BeEmpty())
+			Expect(metricValue("controller_runtime_reconcile_errors_total", nil)).To(Equal(errorsBefore))
+			Expect(badAnnotationEvents()).To(ConsistOf(And(HaveField("Note", ContainSubstring(`"Bogus"`)), HaveField("Series", BeNil()))))
+			Expect(phase()).To(Equal(advisorv1alpha1.PhaseCompleted))
+
+			By("fixing the annotation redrafts the plan, which waits for a review with the command that approves it")
+			fix()
+			shown := waitPhase(advisorv1alpha1.PhaseReviewRequired)
+			Expect(shown.Status.PlanRevision).To(BeNumerically(">", vpc.Status.PlanRevision))
+			Expect(conditionReason(shown, advisorv1alpha1.ConditionReviewRequired)).To(Equal(advisorv1alpha1.ReasonInputDependencyDrift))
+			Expect(item(shown, loadaware.ItemDescheduler).State).To(Equal(advisorv1alpha1.ItemPending))
+			Expect(item(shown, loadaware.ItemDescheduler).Diff).To(planned)
+			noTargetWritesSince(mark)
+			runApprovalCommand()
+			waitPhase(advisorv1alpha1.PhaseCompleted)
+			Expect(deschedulerInterval()).To(BeEquivalentTo(60))
+			Expect(metricValue("controller_runtime_reconcile_errors_total", nil)).To(Equal(errorsBefore))
+		},
+		Entry("removed", func() { annotateDescheduler(plan.PatchAnnotation, "") },
+			MatchRegexp(`(?m)^\+\s+deschedulingIntervalSeconds: 60$`)),
+		Entry("corrected", func() {
+			annotateDescheduler(plan.PatchAnnotation, `[{"op":"replace","path":"/spec/mode","value":"Automatic"}]`)
+		}, MatchRegexp(`(?m)^\+\s+mode: Automatic$`)),
+	)
+
+	It("a patch the API server refuses, added after Completed: a later change of the target's values is no reconcile error retried", func() {
+		completedConfig(advisorv1alpha1.VirtPlatformConfigSpec{})
+		annotateDescheduler(plan.PatchAnnotation, bogusMode)
+		Eventually(func() advisorv1alpha1.ItemState { return item(getConfig(), loadaware.ItemDescheduler).State }).
+			Should(Equal(advisorv1alpha1.ItemSkipped))
+		waitPhase(advisorv1alpha1.PhaseCompleted)
+		errorsBefore := metricValue("controller_runtime_reconcile_errors_total", nil)
+		mark := requests.mark()
+		editDescheduler(`{"spec":{"deschedulingIntervalSeconds":999}}`)
+		Consistently(func() []string { return dryRunsSince(mark, "kubedeschedulers") }).Should(BeEmpty())
+		Expect(metricValue("controller_runtime_reconcile_errors_total", nil)).To(Equal(errorsBefore))
+		Expect(phase()).To(Equal(advisorv1alpha1.PhaseCompleted), "a Skipped item is not watched for drift")
+		Expect(item(getConfig(), loadaware.ItemDescheduler).Message).To(ContainSubstring(`"Bogus"`))
+		noTargetWritesSince(mark)
+		psiAppliedNormally(getConfig())
+	})
+
 	DescribeTable("a malformed annotation added after Completed: the item says what is wrong, a Warning Event says it too, nothing is written, the PSI item stays as it is",
 		func(key, value, fragment string) {
 			completedConfig(advisorv1alpha1.VirtPlatformConfigSpec{})
@@ -151,6 +214,32 @@ var _ = Describe("User-control annotations on targets, end to end", func() {
 			"the limit of 32768 bytes"),
 	)
 })
+
+// bogusMode is a patch annotation the API server refuses: the KubeDescheduler's mode is an enum.
+const bogusMode = `[{"op":"replace","path":"/spec/mode","value":"Bogus"}]`
+
+// dryRunsSince lists the dry-run requests the operator sent since mark whose path contains fragment.
+func dryRunsSince(mark int, fragment string) []string {
+	var out []string
+	for _, r := range requests.since(mark) {
+		if r.dryRun && strings.Contains(r.path, fragment) {
+			out = append(out, r.method+" "+r.path)
+		}
+	}
+	return out
+}
+
+// badAnnotationEvents lists the config's Warning Events with reason BadAnnotation.
+func badAnnotationEvents() []eventsv1.Event {
+	GinkgoHelper()
+	var out []eventsv1.Event
+	for _, e := range configEvents() {
+		if e.Reason == advisorv1alpha1.EventBadAnnotation && e.Type == corev1.EventTypeWarning {
+			out = append(out, e)
+		}
+	}
+	return out
+}
 
 // copyBomb is a patch annotation of about 1.4 KB whose copy operations double the
 // object twenty times.

@@ -42,8 +42,8 @@ func (r *VirtPlatformConfigReconciler) judgeApplied(ctx context.Context, s *scop
 		s.setPhase(advisorv1alpha1.PhasePrerequisiteFailed, advisorv1alpha1.ReasonTargetUnavailable, d.unavailable)
 		return ctrl.Result{RequeueAfter: prerequisiteRecheck}, nil
 	}
-	if d.controlsChanged {
-		return r.redraftInputs(ctx, s, "the user-control annotations of a target changed", nil)
+	if why, redraft := d.redraft(); redraft {
+		return r.redraftInputs(ctx, s, why, nil)
 	}
 	if len(d.drifted) == 0 {
 		// A drifted target is settled first (its correction is the plan shown); the inputs
@@ -80,6 +80,20 @@ type driftFindings struct {
 	drifted         []string
 	unavailable     string
 	controlsChanged bool
+	// refused names the items whose correction the API server refuses because of their
+	// target's patch annotation.
+	refused []string
+}
+
+// redraft tells whether the findings call for a fresh draft, and why.
+func (d driftFindings) redraft() (string, bool) {
+	switch {
+	case d.controlsChanged:
+		return "the user-control annotations of a target changed", true
+	case len(d.refused) > 0:
+		return "the API server refuses what a target's patch annotation makes (" + strings.Join(d.refused, "; ") + ")", true
+	}
+	return "", false
 }
 
 // refreshDrift rechecks every applied item against what it applied. A drifted item goes
@@ -100,9 +114,17 @@ func (r *VirtPlatformConfigReconciler) refreshDrift(ctx context.Context, s *scop
 			return d, err
 		}
 		var dc plan.DriftCheck
-		if !ok {
+		switch {
+		case !ok:
 			err = &meta.NoKindMatchError{GroupKind: plan.KeyOf(it.TargetRef).GroupKind()}
-		} else {
+		case it.State == advisorv1alpha1.ItemSkipped:
+			// Nothing of a Skipped item is written or watched for drift (the user took its
+			// target back, or its annotation is wrong and its message says so): only a
+			// change of the annotations counts, which drafts the plan again. Its desired
+			// state is never dry-run here: one a refused patch made is refused every time.
+			dc.InSync = true
+			dc.ControlsChanged, err = r.Engine.ControlsChanged(ctx, it)
+		default:
 			dc, err = r.Engine.CheckDrift(ctx, s.profileName(), it)
 		}
 		if meta.IsNoMatchError(err) {
@@ -116,6 +138,11 @@ func (r *VirtPlatformConfigReconciler) refreshDrift(ctx context.Context, s *scop
 		}
 		if dc.ControlsChanged {
 			d.controlsChanged = true
+			continue
+		}
+		if dc.Refused != "" {
+			// The draft makes the refusal the item's message and its Event.
+			d.refused = append(d.refused, fmt.Sprintf("item %s: %s", it.Name, dc.Refused))
 			continue
 		}
 		if it.Applied == nil {

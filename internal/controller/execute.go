@@ -354,7 +354,7 @@ func (r *VirtPlatformConfigReconciler) finishExecution(ctx context.Context, s *s
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if d.unavailable != "" || d.controlsChanged || len(d.drifted) > 0 {
+	if _, redraft := d.redraft(); redraft || d.unavailable != "" || len(d.drifted) > 0 {
 		return r.judgeApplied(ctx, s, d)
 	}
 	if s.approvalStatus().CorrectionsOnly {

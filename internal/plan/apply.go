@@ -2,6 +2,7 @@ package plan
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -80,6 +81,30 @@ func (e *Engine) ApplyItem(ctx context.Context, item advisorv1alpha1.PlanItem, o
 	case advisorv1alpha1.ItemActionRestore, advisorv1alpha1.ItemActionDelete:
 		return e.revert(ctx, o.Profile, manager, item, o.Revert, o.CheckSnapshot)
 	}
+	// The apply is made to the version of the target its checks read. Another writer in
+	// between (another profile applying its own fields of a shared target, a controller
+	// updating its object) makes the API server refuse it with a 409, which says only that
+	// the object changed, not that a value the plan manages did: the checks are made again
+	// on a fresh read, and they decide.
+	for attempt := 1; ; attempt++ {
+		out, err := e.applyOnce(ctx, item, o, manager)
+		if !errors.Is(err, errChangedWhileApplied) || attempt == maxApplyAttempts {
+			return out, err
+		}
+	}
+}
+
+// maxApplyAttempts bounds how often ApplyItem reads and checks a target that keeps
+// changing between its read and its write; then the conflict is returned, and the
+// reconcile is retried with a backoff.
+const maxApplyAttempts = 3
+
+// errChangedWhileApplied wraps the 409 of an apply made to a version of its target that is
+// no longer the latest.
+var errChangedWhileApplied = errors.New("the target changed between its read and the apply")
+
+// applyOnce is one attempt of ApplyItem, from a fresh read of the target.
+func (e *Engine) applyOnce(ctx context.Context, item advisorv1alpha1.PlanItem, o ApplyOptions, manager string) (ApplyOutcome, error) {
 	desired, err := DesiredObject(item)
 	if err != nil {
 		return ApplyOutcome{}, err
@@ -121,7 +146,7 @@ func (e *Engine) ApplyItem(ctx context.Context, item advisorv1alpha1.PlanItem, o
 			return ApplyOutcome{}, fmt.Errorf("%w: item %s: %v", ErrInvalidPlan, item.Name, err)
 		}
 	}
-	if o.CheckSnapshot && valuesHash(target, paths, live, true, norms...) != item.SnapshotHash && !movedToward(item, target, paths, live, norms) {
+	if o.CheckSnapshot && !snapshotMatches(item.SnapshotHash, target, paths, live, norms...) && !movedToward(item, target, paths, live, norms) {
 		return ApplyOutcome{Stale: true, StaleReason: "changed since the plan was reviewed"}, nil
 	}
 	opts := []client.ApplyOption{client.FieldOwner(manager)}
@@ -137,17 +162,17 @@ func (e *Engine) ApplyItem(ctx context.Context, item advisorv1alpha1.PlanItem, o
 	applied := desired.DeepCopy()
 	if live != nil {
 		// Apply only to the version just checked, its user-control annotations included: a
-		// change between the check and the apply is a conflict. With the optimistic lock
-		// the item is then stale; without it (bypassOptimisticLock) the apply is retried
-		// from a fresh read, which sees an opt-out set in between.
+		// change between the check and the apply is a conflict, after which the checks are
+		// made again on a fresh read (see ApplyItem), which sees a change of the managed
+		// values (Stale) or an opt-out set in between.
 		applied.SetResourceVersion(live.GetResourceVersion())
 	}
 	if err := e.writer().Apply(ctx, client.ApplyConfigurationFromUnstructured(applied), opts...); err != nil {
 		if now, isConflict := fieldConflicts(err, live, desired); isConflict {
 			return ApplyOutcome{Stale: true, StaleReason: "another field manager owns a field the plan sets: " + describeConflicts(now)}, nil
 		}
-		if o.CheckSnapshot && apierrors.IsConflict(err) {
-			return ApplyOutcome{Stale: true, StaleReason: "changed while being applied"}, nil
+		if live != nil && apierrors.IsConflict(err) {
+			return ApplyOutcome{}, fmt.Errorf("apply %s: %w: %w", describe(desired), errChangedWhileApplied, err)
 		}
 		return ApplyOutcome{}, fmt.Errorf("apply %s: %w", describe(desired), err)
 	}
@@ -255,11 +280,15 @@ func (e *Engine) readLive(ctx context.Context, like *unstructured.Unstructured, 
 
 // DriftCheck is what a target looks like against what its item applied.
 type DriftCheck struct {
-	// InSync: the values the item applied are still there.
+	// InSync: the values the item applied are still there (or it applied nothing).
 	InSync bool
 	// ControlsChanged: the target's user-control annotations changed since the plan was
-	// drafted; the plan must be drafted again.
+	// drafted; the plan must be drafted again, and nothing else was checked.
 	ControlsChanged bool
+	// Refused, when set, is why the API server refuses the correction's dry-run because of
+	// the target's patch annotation (the desired state it made no longer fits the served
+	// schema): the item's to report, by a fresh draft, never a reconcile error to retry.
+	Refused string
 	// Check is the correction (set when not in sync): the diff that re-applying shows.
 	Check
 }
@@ -285,7 +314,11 @@ func (e *Engine) ControlsChanged(ctx context.Context, item advisorv1alpha1.PlanI
 }
 
 // CheckDrift compares an applied item's target with what the item applied: a read and a
-// hash when it is in sync; a dry-run of the correction only when it is not.
+// hash when it is in sync; a dry-run of the correction only when it is not. A target whose
+// user-control annotations changed is only reported so (its plan is drafted again, and
+// the draft judges the annotations), and an item that applied nothing is only checked for
+// them: neither is dry-run, so an annotation the API server refuses is reported once, by
+// the draft, as its item's message.
 func (e *Engine) CheckDrift(ctx context.Context, profile string, item advisorv1alpha1.PlanItem) (DriftCheck, error) {
 	desired, err := DesiredObject(item)
 	if err != nil {
@@ -301,18 +334,24 @@ func (e *Engine) CheckDrift(ctx context.Context, profile string, item advisorv1a
 	} else {
 		dc.ControlsChanged = item.ControlsHash != ""
 	}
-	if item.Applied != nil {
-		paths, err := ParseFieldPaths(item.Applied.Fields)
-		if err != nil {
-			return DriftCheck{}, fmt.Errorf("%w: item %s: %v", ErrInvalidPlan, item.Name, err)
-		}
-		if valuesHash(TargetOf(desired), paths, live, false, normalizersOf(item.IgnoredFields)...) == item.Applied.Hash {
-			dc.InSync = true
-			return dc, nil
-		}
+	if dc.ControlsChanged || item.Applied == nil {
+		dc.InSync = true
+		return dc, nil
+	}
+	paths, err := ParseFieldPaths(item.Applied.Fields)
+	if err != nil {
+		return DriftCheck{}, fmt.Errorf("%w: item %s: %v", ErrInvalidPlan, item.Name, err)
+	}
+	if valuesHash(TargetOf(desired), paths, live, false, normalizersOf(item.IgnoredFields)...) == item.Applied.Hash {
+		dc.InSync = true
+		return dc, nil
 	}
 	dc.Check, err = e.check(ctx, FieldManagerFor(profile), desired, live, item)
 	if err != nil {
+		if controls, cerr := ReadControls(live); cerr == nil && len(controls.Patch) > 0 && refusesObject(err) {
+			dc.InSync, dc.Refused = true, refusedPatch(err).Error()
+			return dc, nil
+		}
 		return DriftCheck{}, err
 	}
 	dc.InSync = dc.Change != advisorv1alpha1.ChangeValues
@@ -352,7 +391,7 @@ func (e *Engine) Snapshot(ctx context.Context, profile string, item advisorv1alp
 	}
 	norms := normalizersOf(item.IgnoredFields)
 	target := TargetOf(desired)
-	if movedToward(item, target, paths, live, norms) {
+	if snapshotMatches(item.SnapshotHash, target, paths, live, norms...) || movedToward(item, target, paths, live, norms) {
 		return item.SnapshotHash, nil
 	}
 	return valuesHash(target, paths, live, true, norms...), nil

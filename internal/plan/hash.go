@@ -149,12 +149,21 @@ type targetValues struct {
 	Controls map[string]string `json:"controls,omitempty"`
 }
 
-// valuesHash hashes the values of obj (nil: absent) at paths, after normalising it. With
-// controls, the target's user-control annotations count too.
-func valuesHash(target advisorv1alpha1.TargetReference, paths []FieldPath, obj *unstructured.Unstructured, controls bool, ns ...Normalizer) string {
+// valuesHash hashes the values of obj (nil: absent) at paths, after normalising it. A
+// snapshot (the optimistic lock's hash) also counts the target's user-control annotations,
+// and leaves out the managed-by label: see snapshotPath.
+func valuesHash(target advisorv1alpha1.TargetReference, paths []FieldPath, obj *unstructured.Unstructured, snapshot bool, ns ...Normalizer) string {
+	return hashValues(target, paths, obj, snapshot, snapshot, ns...)
+}
+
+// hashValues is valuesHash, with the managed-by label left out (withoutMarks) or not.
+func hashValues(target advisorv1alpha1.TargetReference, paths []FieldPath, obj *unstructured.Unstructured, controls, withoutMarks bool, ns ...Normalizer) string {
 	v := targetValues{Target: target, Exists: obj != nil}
 	norm := normalized(obj, ns...)
 	for _, p := range paths {
+		if withoutMarks && !snapshotPath(p) {
+			continue
+		}
 		fv := fieldValue{Path: p.String()}
 		if norm != nil {
 			fv.Value, fv.Present = valueAt(norm, p)
@@ -167,9 +176,17 @@ func valuesHash(target advisorv1alpha1.TargetReference, paths []FieldPath, obj *
 	return HashJSON(v)
 }
 
+// snapshotMatches tells whether live still holds what a snapshot hash was taken of. A
+// snapshot an earlier operator version took counted the managed-by label too: it matches
+// when that hash is the same, so a plan drafted before an upgrade is not stale for it.
+func snapshotMatches(hash string, target advisorv1alpha1.TargetReference, paths []FieldPath, live *unstructured.Unstructured, ns ...Normalizer) bool {
+	return valuesHash(target, paths, live, true, ns...) == hash || hashValues(target, paths, live, true, false, ns...) == hash
+}
+
 // SnapshotHash is the SHA-256 over the canonical JSON of the live values at the paths
-// desired manages, and of the target's user-control annotations (live nil: the target
-// does not exist). Fields desired does not manage do not count.
+// desired manages (but the managed-by label, see snapshotPath), and of the target's
+// user-control annotations (live nil: the target does not exist). Fields desired does not
+// manage do not count.
 func SnapshotHash(desired, live *unstructured.Unstructured) string {
 	return valuesHash(TargetOf(desired), ManagedPaths(desired), live, true)
 }

@@ -118,6 +118,16 @@ func profileMark(p FieldPath) bool {
 	return len(p) == 3 && p[0] == "metadata" && p[1] == "annotations" && strings.HasPrefix(p[2], ProfileAnnotationPrefix)
 }
 
+// snapshotPath tells whether a managed path counts in a snapshot, the optimistic lock of
+// rule 4. Every managed path does but the managed-by label: it is a value of every plan
+// (the watches select targets by it, so losing it is drift), but every profile sets it to
+// the one value ManagedByValue. Another profile that writes the same target sets it with
+// its first apply; counting it would make every plan of a co-owner reviewed before that
+// apply stale, though nothing it writes or overwrites changed.
+func snapshotPath(p FieldPath) bool {
+	return len(p) != 3 || p[0] != "metadata" || p[1] != "labels" || p[2] != ManagedByLabel
+}
+
 // ManagedPaths lists the leaf paths a desired object sets, sorted. A leaf is a scalar, a
 // list (lists are compared whole) or an empty map (an explicit {} is a value of its own).
 func ManagedPaths(desired *unstructured.Unstructured) []FieldPath {

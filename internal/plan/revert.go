@@ -570,7 +570,7 @@ func (e *Engine) revert(ctx context.Context, profile, manager string, item advis
 		// Reverted already (the write happened before a restart).
 		return ApplyOutcome{AlreadyApplied: true}, nil
 	}
-	if checkSnapshot && valuesHash(item.TargetRef, paths, live, true) != item.SnapshotHash {
+	if checkSnapshot && !snapshotMatches(item.SnapshotHash, item.TargetRef, paths, live) {
 		return ApplyOutcome{Stale: true, StaleReason: "changed since the revert plan was reviewed"}, nil
 	}
 	fresh, ok, err := e.revertItem(ctx, profile, manager, *rec)

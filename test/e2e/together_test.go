@@ -14,10 +14,12 @@ import (
 
 var _ = Describe("An administrator approving all three profiles at once", Ordered, func() {
 	var pc *pluginCluster
+	// The full platform-baseline sample shares two targets with virt-higher-density: the swap
+	// MachineConfig (the same content) and the HyperConverged (AAQ beside the overcommit).
 	profiles := map[string]string{
 		"load-aware-rebalancing": "loadaware_sample.yaml",
 		"virt-higher-density":    "higherdensity_sample.yaml",
-		"platform-baseline":      "baseline_sample.yaml",
+		"platform-baseline":      "baseline_full_sample.yaml",
 	}
 
 	BeforeAll(func() {
@@ -38,8 +40,10 @@ var _ = Describe("An administrator approving all three profiles at once", Ordere
 			commands[name] = pc.jsonpath("vpc/"+name, "{.status.approval.command}")
 			Expect(commands[name]).To(ContainSubstring(approved[name]))
 		}
+		Expect(pc.jsonpath("vpc/platform-baseline", `{.status.items[?(@.state=="Pending")].targetRef.kind}`)).To(ContainSubstring("HyperConverged"))
+		Expect(pc.jsonpath("vpc/virt-higher-density", `{.status.items[?(@.state=="Pending")].targetRef.kind}`)).To(ContainSubstring("HyperConverged"))
 
-		By("running the three commands at once: virt-higher-density and platform-baseline set the same swap MachineConfig")
+		By("running the three commands at once: virt-higher-density and platform-baseline write the same swap MachineConfig and HyperConverged")
 		var wg sync.WaitGroup
 		outs := make(chan string, len(commands))
 		for _, command := range commands {

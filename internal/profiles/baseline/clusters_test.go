@@ -288,6 +288,93 @@ spec: {virtualization: {higherWorkloadDensity: {memoryOvercommitPercentage: 150}
 	})
 })
 
+var _ = Describe("platform-baseline and virt-higher-density sharing the HyperConverged and the swap MachineConfig, under the optimistic lock", Ordered, ContinueOnFailure, func() {
+	cl := onCluster()
+	hd := string(advisorv1alpha1.ProfileVirtHigherDensity)
+
+	BeforeEach(func() {
+		doc := "apiVersion: v1\nkind: Node\nmetadata:\n  name: worker-0\n  labels:\n    node-role.kubernetes.io/worker: \"\"\n"
+		for _, l := range []string{intel, nvidia, receiver} {
+			k, v, _ := cut(l)
+			doc += fmt.Sprintf("    %s: %q\n", k, v)
+		}
+		cl.create(doc)
+		// Created as an administrator does (kubectl create), with the schema's defaults.
+		cl.create(`
+apiVersion: hco.kubevirt.io/v1
+kind: HyperConverged
+metadata: {name: kubevirt-hyperconverged, namespace: openshift-cnv}
+spec: {}`)
+		DeferCleanup(func() {
+			for _, o := range created {
+				obj := &unstructured.Unstructured{}
+				obj.SetGroupVersionKind(o.kind.GVK)
+				obj.SetNamespace(o.namespace)
+				obj.SetName(o.name)
+				Expect(client.IgnoreNotFound(cl.c.Delete(ctx, obj))).To(Succeed())
+			}
+		})
+	})
+
+	// notStale asserts that every planned item of a plan reviewed before the other profile's
+	// apply still finds its snapshot, and applies with the optimistic lock.
+	notStale := func(profile string, rendered []plan.Item, p plan.Plan) {
+		GinkgoHelper()
+		for _, it := range p.Items {
+			if it.State == advisorv1alpha1.ItemSkipped {
+				continue
+			}
+			snapshot, err := cl.engine().Snapshot(ctx, profile, it)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(snapshot).To(Equal(it.SnapshotHash), "%s item %s (%s %s) is stale", profile, it.Name, it.TargetRef.Kind, it.TargetRef.Name)
+		}
+		cl.applyAll(profile, rendered, p)
+	}
+
+	It("rule 4: a platform-baseline plan reviewed before virt-higher-density's apply is not stale: that apply set only the operator's label and fields the plan does not set", func() {
+		rendered, p := cl.draft(everything())
+		hco := item(p, baseline.ItemHyperConverged)
+		Expect(hco.ManagedFields).To(ContainElement(`metadata.labels["advisor.kubevirt.io/managed-by"]`))
+		hdRendered, err := higherdensity.New().Render(ctx, cl.c, nil)
+		Expect(err).NotTo(HaveOccurred())
+		cl.applyAll(hd, hdRendered, cl.draftAs(hd, hdRendered))
+		Expect(cl.read("hco.kubevirt.io/v1", "HyperConverged", "openshift-cnv", "kubevirt-hyperconverged").GetLabels()).
+			To(HaveKeyWithValue(plan.ManagedByLabel, plan.ManagedByValue))
+		notStale(profileName, rendered, p)
+	})
+
+	It("rule 4: a virt-higher-density plan reviewed before platform-baseline's apply is not stale", func() {
+		hdRendered, err := higherdensity.New().Render(ctx, cl.c, nil)
+		Expect(err).NotTo(HaveOccurred())
+		hdPlan := cl.draftAs(hd, hdRendered)
+		rendered, p := cl.draft(everything())
+		cl.applyAll(profileName, rendered, p)
+		notStale(hd, hdRendered, hdPlan)
+	})
+
+	It("rule 4: a value the plan sets, changed by the other profile to another value, still makes it stale", func() {
+		hdRendered, err := higherdensity.New().Render(ctx, cl.c, nil)
+		Expect(err).NotTo(HaveOccurred())
+		hdPlan := cl.draftAs(hd, hdRendered)
+		other := &unstructured.Unstructured{}
+		Expect(yamlInto(`
+apiVersion: hco.kubevirt.io/v1
+kind: HyperConverged
+metadata: {name: kubevirt-hyperconverged, namespace: openshift-cnv, labels: {advisor.kubevirt.io/managed-by: virt-advisor-operator}}
+spec: {virtualization: {higherWorkloadDensity: {memoryOvercommitPercentage: 110}}}`, other)).To(Succeed())
+		Expect(cl.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(other), client.FieldOwner(plan.FieldManagerFor(profileName)),
+			client.ForceOwnership)).To(Succeed())
+		it := item(hdPlan, higherdensity.ItemHyperConverged)
+		snapshot, err := cl.engine().Snapshot(ctx, hd, it)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(snapshot).NotTo(Equal(it.SnapshotHash))
+		out, err := cl.engine().ApplyItem(ctx, it, plan.ApplyOptions{Profile: hd, CheckSnapshot: true})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(out.Stale).To(BeTrue())
+		Expect(out.Applied).To(BeFalse())
+	})
+})
+
 var _ = Describe("platform-baseline on a cluster whose HyperConverged CRD serves only v1beta1", Ordered, func() {
 	cl := onCluster(onlyV1beta1)
 

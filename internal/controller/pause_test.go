@@ -18,8 +18,6 @@ import (
 	"github.com/kubevirt/virt-advisor-operator/internal/targets"
 )
 
-const probeName = string(advisorv1alpha1.ProfilePlatformBaseline)
-
 // probeRollsOut makes the densityProbe's plan roll a MachineConfig out in the worker pool,
 // the pool load-aware-rebalancing's PSI MachineConfig rolls out in.
 func probeRollsOut() {

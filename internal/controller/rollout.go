@@ -269,10 +269,9 @@ func (r *VirtPlatformConfigReconciler) refusePoolWrite(s *scope, pool string, wh
 		fmt.Sprintf("MachineConfigPool %s was not paused (%s): review status.rollouts", pool, why.condition))
 }
 
-// checkBatch judges the batch's rollouts once every item is applied and the pools are
-// resumed: the items complete together when every pool runs a configuration that holds
-// all of them. The wait of a pool paused by somebody else starts when they resume it.
-func (r *VirtPlatformConfigReconciler) checkBatch(ctx context.Context, s *scope, items []int) (ctrl.Result, error) {
+// startRollouts notes when each pool of the batch started rolling it out: once it is no
+// longer paused. It returns the pools still paused, and what the batch waits for there.
+func (r *VirtPlatformConfigReconciler) startRollouts(ctx context.Context, s *scope) (map[string]bool, []string, error) {
 	st := &s.vpc.Status
 	var waitingFor []string
 	paused := map[string]bool{}
@@ -283,7 +282,7 @@ func (r *VirtPlatformConfigReconciler) checkBatch(ctx context.Context, s *scope,
 		}
 		pool, err := targets.GetPool(ctx, r.APIReader, ro.Pool)
 		if err != nil && !apierrors.IsNotFound(err) {
-			return ctrl.Result{}, err
+			return nil, nil, err
 		}
 		// A pool that does not exist holds nothing back: the items' health check fails
 		// them, naming the missing pool.
@@ -298,6 +297,18 @@ func (r *VirtPlatformConfigReconciler) checkBatch(ctx context.Context, s *scope,
 		}
 		t := s.now
 		ro.RolloutStartedAt = &t
+	}
+	return paused, waitingFor, nil
+}
+
+// checkBatch judges the batch's rollouts once every item is applied and the pools are
+// resumed: the items complete together when every pool runs a configuration that holds
+// all of them. The wait of a pool paused by somebody else starts when they resume it.
+func (r *VirtPlatformConfigReconciler) checkBatch(ctx context.Context, s *scope, items []int) (ctrl.Result, error) {
+	st := &s.vpc.Status
+	paused, waitingFor, err := r.startRollouts(ctx, s)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
 	var timeout time.Duration
 	if s.vpc.Spec.WaitTimeout != nil {

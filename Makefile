@@ -207,6 +207,22 @@ build-installer: manifests generate envtest kubebuilder ## Write dist/install.ya
 	mkdir -p "$(CHART_PROJECT)/main/dist/chart/files" && cp config/prometheus/prometheus_rule.yaml "$(CHART_PROJECT)/main/dist/chart/files/"
 	rm -rf dist/chart && cp -r "$(CHART_PROJECT)/main/dist/chart" dist/chart
 
+##@ Console plugin
+
+# The OpenShift console plugin (console/): its files are built with npm from the exact
+# versions of console/package-lock.json; its image serves them (console/Dockerfile).
+CONSOLE_IMG ?= quay.io/kubevirt/virt-advisor-console-plugin:latest
+
+# console-deps installs console/node_modules with npm ci when it is missing or older than
+# console/package-lock.json.
+.PHONY: console-deps
+console-deps:
+	cd console && { [ node_modules/.package-lock.json -nt package-lock.json ] || npm ci --no-audit --no-fund; }
+
+.PHONY: console-build
+console-build: console-deps ## Build the console plugin's files (plugin-manifest.json, the entry script, its chunks and locales) into console/dist.
+	cd console && npm run build
+
 ##@ Deployment
 
 .PHONY: install

@@ -52,7 +52,7 @@ test: verify vet lint test-alerts envtest test-unit test-install test-e2e test-f
 
 .PHONY: test-unit
 test-unit: envtest ## Run the unit and envtest suites (real kube-apiserver + etcd).
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test $$(go list ./... | grep -v -e /test/e2e -e /test/install -e /test/faults -e /test/guide) -count=1 -timeout 20m
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test $$(go list ./... | grep -v -e /test/e2e -e /test/install -e /test/faults -e /test/guide -e /test/console) -count=1 -timeout 20m
 
 .PHONY: test-e2e
 test-e2e: envtest build build-installer ## Run the end-to-end test: the manager binary against a local control plane, driven by kubectl.
@@ -210,8 +210,7 @@ build-installer: manifests generate envtest kubebuilder ## Write dist/install.ya
 ##@ Console plugin
 
 # The OpenShift console plugin (console/): its files are built with npm from the exact
-# versions of console/package-lock.json; its image serves them (console/Dockerfile).
-CONSOLE_IMG ?= quay.io/kubevirt/virt-advisor-console-plugin:latest
+# versions of console/package-lock.json.
 
 # console-deps installs console/node_modules with npm ci when it is missing or older than
 # console/package-lock.json.
@@ -222,6 +221,21 @@ console-deps:
 .PHONY: console-build
 console-build: console-deps ## Build the console plugin's files (plugin-manifest.json, the entry script, its chunks and locales) into console/dist.
 	cd console && npm run build
+
+# CONSOLE_MANAGER is the manager binary test-console builds and runs; CONSOLE_SCREENSHOTS,
+# when set, is where the browser test writes its screenshots (docs/guide/images refreshes the
+# guide's); CHROMIUM is the browser (Debian's chromium package).
+CONSOLE_MANAGER ?= $(LOCALBIN)/manager
+CONSOLE_SCREENSHOTS ?=
+CHROMIUM ?= /usr/bin/chromium
+
+.PHONY: test-console
+test-console: envtest console-deps ## Test the console plugin: unit tests (Jest), the type check against the SDK (tsc), and the browser test (Chromium, playwright-core) of the built plugin against the manager on a local control plane.
+	@[ -x "$(CHROMIUM)" ] || { echo "$(CHROMIUM) is missing: apt-get install -y chromium"; exit 1; }
+	cd console && npm test -- --ci && npm run typecheck && npm run build && npm run build-harness
+	go build -ldflags "$(LDFLAGS)" -o "$(CONSOLE_MANAGER)" ./cmd
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" MANAGER_BINARY="$(CONSOLE_MANAGER)" CHROMIUM="$(CHROMIUM)" \
+		CONSOLE_SCREENSHOTS="$(CONSOLE_SCREENSHOTS)" go test ./test/console/ -count=1 -timeout 20m -v -ginkgo.v
 
 ##@ Deployment
 

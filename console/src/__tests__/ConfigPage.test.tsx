@@ -26,6 +26,10 @@ const openConfig = (vpc: VirtPlatformConfig = reviewConfig()) => {
   return renderAt('/virt-advisor/platform-baseline');
 };
 
+// planItem is the card of the plan's item name.
+const planItem = (name: string) =>
+  screen.getAllByTestId('plan-item').find((card) => card.getAttribute('data-item') === name) as HTMLElement;
+
 beforeEach(() => {
   mocked.useAccessReview.mockReturnValue([true, false]);
   mocked.k8sPatch.mockReset();
@@ -58,7 +62,7 @@ describe('the page of a config in review', () => {
 
   it('shows each diff side by side, and inline on request', async () => {
     openConfig();
-    const item = screen.getByTestId('item-node-health-check');
+    const item = planItem('node-health-check');
     const table = within(item).getByRole('table');
     expect(table).toHaveAttribute('data-mode', 'split');
     const changed = within(table).getAllByRole('row').find((r) => r.textContent?.includes('30%'));
@@ -68,19 +72,27 @@ describe('the page of a config in review', () => {
     expect(within(item).getByRole('table')).toHaveAttribute('data-mode', 'unified');
   });
 
+  it('shows a diff that creates its object inline in either layout: it has no live side', () => {
+    openConfig();
+    const table = within(planItem('swap')).getByRole('table');
+    expect(table).toHaveAttribute('data-mode', 'split');
+    expect(within(table).queryByText('Live object')).not.toBeInTheDocument();
+    expect(within(table).getAllByRole('row').filter((r) => r.textContent?.startsWith('1+'))).toHaveLength(1);
+  });
+
   it('marks the lines that set a field another manager owns, and names the manager', () => {
     openConfig();
-    const item = screen.getByTestId('item-node-health-check');
+    const item = planItem('node-health-check');
     expect(within(item).getByText(/spec.minHealthy is owned by argocd-controller with "30%"; the plan sets "51%"/)).toBeInTheDocument();
     expect(item.querySelectorAll('tr[data-conflict]')).toHaveLength(1);
-    expect(screen.getByTestId('item-swap').querySelectorAll('tr[data-conflict]')).toHaveLength(0);
+    expect(planItem('swap').querySelectorAll('tr[data-conflict]')).toHaveLength(0);
   });
 
   it('keeps a long diff collapsed and renders it only when asked to', async () => {
     const vpc = reviewConfig();
     vpc.status!.items![0].diff = longDiff;
     openConfig(vpc);
-    const item = screen.getByTestId('item-swap');
+    const item = planItem('swap');
     expect(within(item).queryByRole('table')).not.toBeInTheDocument();
     await userEvent.click(within(item).getByRole('button', { name: 'Show the diff (206 lines)' }));
     expect(within(item).getAllByRole('row').length).toBeGreaterThan(200);
@@ -88,7 +100,7 @@ describe('the page of a config in review', () => {
 
   it('says a skipped item changes nothing, with its message', () => {
     openConfig();
-    const item = screen.getByTestId('item-mtv');
+    const item = planItem('mtv');
     expect(within(item).getByText('install the Migration Toolkit for Virtualization operator')).toBeInTheDocument();
     expect(within(item).queryByRole('table')).not.toBeInTheDocument();
   });

@@ -76,6 +76,7 @@ export const ApproveModal: React.FC<ApproveModalProps> = ({ vpc, onClose, onAppr
         </ClipboardCopy>
         {error && (
           <Alert
+            component="h2"
             variant="danger"
             isInline
             className="pf-v6-u-mt-md"

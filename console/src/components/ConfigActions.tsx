@@ -135,10 +135,10 @@ export const ConfigActions: React.FC<ConfigActionsProps> = ({ vpc, approveBlocke
         </FlexItem>
       </Flex>
       {!may && !checking && (
-        <Alert variant="info" isInline isPlain title={denied} className="pf-v6-u-mt-sm" data-test="actions-denied" />
+        <Alert component="h2" variant="info" isInline isPlain title={denied} className="pf-v6-u-mt-sm" data-test="actions-denied" />
       )}
       {error && (
-        <Alert variant="danger" isInline title={t('The change was refused')} className="pf-v6-u-mt-sm" data-test="action-error">
+        <Alert component="h2" variant="danger" isInline title={t('The change was refused')} className="pf-v6-u-mt-sm" data-test="action-error">
           {error}
         </Alert>
       )}

@@ -43,7 +43,7 @@ const ConfigListPage: React.FC = () => {
       </PageSection>
       <PageSection>
         {loadError && (
-          <Alert variant="danger" isInline title={t('The configs could not be read')}>
+          <Alert component="h2" variant="danger" isInline title={t('The configs could not be read')}>
             {String(loadError?.message ?? loadError)}
           </Alert>
         )}
@@ -52,7 +52,7 @@ const ConfigListPage: React.FC = () => {
             <Spinner aria-label={t('Loading')} />
           </Bullseye>
         )}
-        {loaded && rows.length === 0 && (
+        {loaded && !loadError && rows.length === 0 && (
           <EmptyState titleText={t('No VirtPlatformConfigs')} headingLevel="h2">
             <EmptyStateBody>{t('The operator advertises one config per profile once it runs.')}</EmptyStateBody>
           </EmptyState>

@@ -54,7 +54,6 @@ const PhaseStepper: React.FC<{ vpc: VirtPlatformConfig }> = ({ vpc }) => {
           variant={s.variant}
           isCurrent={s.current}
           description={s.description}
-          aria-label={s.current ? t('{{title}}, current step', { title: s.title }) : s.title}
           data-test={`step-${s.id}`}
           data-variant={s.variant}
         >
@@ -82,7 +81,7 @@ const ConfigPage: React.FC = () => {
   if (loadError) {
     return (
       <PageSection>
-        <Alert variant="danger" isInline title={t('VirtPlatformConfig {{name}} could not be read', { name })}>
+        <Alert component="h2" variant="danger" isInline title={t('VirtPlatformConfig {{name}} could not be read', { name })}>
           {String(loadError?.message ?? loadError)}
         </Alert>
       </PageSection>
@@ -145,6 +144,7 @@ const ConfigPage: React.FC = () => {
         <PhaseStepper vpc={vpc} />
         {cond && (
           <Alert
+            component="h2"
             className="pf-v6-u-mt-md"
             variant={conditionAlert[status.phase ?? 'Pending'] ?? 'custom'}
             isInline
@@ -156,6 +156,7 @@ const ConfigPage: React.FC = () => {
         )}
         {baseline.changed && (
           <Alert
+            component="h2"
             className="pf-v6-u-mt-md"
             variant="warning"
             isInline

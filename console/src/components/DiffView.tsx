@@ -114,7 +114,12 @@ const DiffRows: React.FC<{ diff: string; mode: DiffMode; keys: string[]; label: 
 }) => {
   const { t } = usePluginTranslation();
   const lines = React.useMemo(() => parseUnifiedDiff(diff), [diff]);
-  const rows = React.useMemo(() => (mode === 'split' ? sideBySide(lines) : undefined), [lines, mode]);
+  // A diff that creates its object has no live side: it is shown inline in either layout.
+  const creation = React.useMemo(() => lines.every((l) => l.kind !== 'remove' && l.kind !== 'context'), [lines]);
+  const rows = React.useMemo(
+    () => (mode === 'split' && !creation ? sideBySide(lines) : undefined),
+    [lines, mode, creation],
+  );
   const total = rows ? rows.length : lines.length;
   const [shown, setShown] = React.useState(rowsPerPage);
   return (
@@ -122,8 +127,24 @@ const DiffRows: React.FC<{ diff: string; mode: DiffMode; keys: string[]; label: 
       <div className="virt-advisor-plugin__diff-scroll" tabIndex={0} role="region" aria-label={label}>
         <table className="virt-advisor-plugin__diff" data-mode={mode}>
           <caption className="virt-advisor-plugin__sr-only">{label}</caption>
+          {/* A fixed table layout takes the columns' widths from here: the first rows may span them all. */}
+          {rows ? (
+            <colgroup>
+              <col className="virt-advisor-plugin__diff-number-col" />
+              <col />
+              <col className="virt-advisor-plugin__diff-number-col" />
+              <col />
+            </colgroup>
+          ) : (
+            <colgroup>
+              <col className="virt-advisor-plugin__diff-number-col" />
+              <col className="virt-advisor-plugin__diff-number-col" />
+              <col className="virt-advisor-plugin__diff-sign-col" />
+              <col />
+            </colgroup>
+          )}
           <thead className="virt-advisor-plugin__sr-only">
-            {mode === 'split' ? (
+            {rows ? (
               <tr>
                 <th scope="col">{t('Live line')}</th>
                 <th scope="col">{t('Live object')}</th>

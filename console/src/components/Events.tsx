@@ -29,7 +29,7 @@ export const Events: React.FC<{ uid: string }> = ({ uid }) => {
   const sorted = React.useMemo(() => newestFirst(events ?? []), [events]);
   if (loadError) {
     return (
-      <Alert variant="warning" isInline isPlain title={t('The Events could not be read')}>
+      <Alert component="h3" variant="warning" isInline isPlain title={t('The Events could not be read')}>
         {String(loadError?.message ?? loadError)}
       </Alert>
     );

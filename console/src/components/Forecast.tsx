@@ -26,13 +26,13 @@ export const Forecast: React.FC<{ rollouts?: PoolRollout[]; disruption?: string 
       <Table aria-label={t('Disruption forecast')} variant="compact" data-test="forecast">
         <Thead>
           <Tr>
-            <Th>{t('MachineConfigPool')}</Th>
-            <Th>{t('Nodes')}</Th>
-            <Th>{t('Waves')}</Th>
-            <Th>{t('At most per wave')}</Th>
-            <Th>{t('Nodes reboot')}</Th>
-            <Th>{t('Why')}</Th>
-            <Th>{t('Estimated duration')}</Th>
+            <Th modifier="wrap">{t('MachineConfigPool')}</Th>
+            <Th modifier="wrap">{t('Nodes')}</Th>
+            <Th modifier="wrap">{t('Waves')}</Th>
+            <Th modifier="wrap">{t('At most per wave')}</Th>
+            <Th modifier="wrap">{t('Nodes reboot')}</Th>
+            <Th modifier="wrap">{t('Why')}</Th>
+            <Th modifier="wrap">{t('Estimated duration')}</Th>
           </Tr>
         </Thead>
         <Tbody>
@@ -101,9 +101,9 @@ export const RolloutProgress: React.FC<{ rollouts?: PoolRollout[]; items: PlanIt
         return (
           <div key={ro.pool} data-test={`rollout-${ro.pool}`}>
             <Progress
-              title={title}
+              title={<span data-test="rollout-title">{title}</span>}
               value={nodes > 0 ? (100 * updated) / nodes : 0}
-              label={t('{{updated}} of {{nodes}} nodes updated', { updated, nodes })}
+              label={<span data-test="rollout-measure">{t('{{updated}} of {{nodes}} nodes updated', { updated, nodes })}</span>}
               valueText={t('{{updated}} of {{nodes}} nodes updated', { updated, nodes })}
               measureLocation={ProgressMeasureLocation.outside}
               variant={done ? 'success' : undefined}

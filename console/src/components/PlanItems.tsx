@@ -92,7 +92,7 @@ const PlanItemCard: React.FC<{ item: PlanItem; index: number; total: number; mod
   const applied = item.state === 'Completed' || item.state === 'InProgress';
   const action = item.action && item.action !== 'Apply' ? item.action : undefined;
   return (
-    <Card isCompact data-test={`item-${item.name}`} component="section">
+    <Card isCompact data-test="plan-item" data-item={item.name} component="section">
       <CardHeader>
         <Flex spaceItems={{ default: 'spaceItemsSm' }} alignItems={{ default: 'alignItemsCenter' }}>
           <FlexItem>
@@ -124,7 +124,7 @@ const PlanItemCard: React.FC<{ item: PlanItem; index: number; total: number; mod
           {item.message && (
             <DescriptionListGroup>
               <DescriptionListTerm>{t('Message')}</DescriptionListTerm>
-              <DescriptionListDescription data-test="item-message">{item.message}</DescriptionListDescription>
+              <DescriptionListDescription data-test="plan-item-message">{item.message}</DescriptionListDescription>
             </DescriptionListGroup>
           )}
           {(item.components ?? []).length > 0 && (
@@ -220,9 +220,17 @@ const stateIcon = (item: PlanItem, t: (k: string) => string): React.ReactNode =>
         </Icon>
       );
     case 'Skipped':
-      return <BanIcon title={t('Skipped')} />;
+      return (
+        <Icon>
+          <BanIcon title={t('Skipped')} />
+        </Icon>
+      );
     default:
-      return <OutlinedCircleIcon title={t('Pending')} />;
+      return (
+        <Icon>
+          <OutlinedCircleIcon title={t('Pending')} />
+        </Icon>
+      );
   }
 };
 

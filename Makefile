@@ -186,10 +186,13 @@ CHART_GENERATED := crd rbac
 CHART_PLUGIN = "$(KUBEBUILDER)" edit --plugins=helm/v2-alpha --manifests=bin/chart/manifests.yaml --output-dir=dist
 
 .PHONY: build-installer
-build-installer: manifests generate envtest kubebuilder ## Write dist/install.yaml (CRD, RBAC, Deployment running IMG) and the generated templates of dist/chart.
+build-installer: manifests generate envtest kubebuilder ## Write dist/install.yaml (CRD, RBAC, Deployment running IMG; with CONSOLE_PLUGIN=true the console plugin running CONSOLE_IMG too) and the generated templates of dist/chart.
 	rm -rf bin/installer && mkdir -p bin/installer dist && cp -r config bin/installer/
 	sed -i 's|image: controller:latest|image: $(IMG)|' bin/installer/config/manager/manager.yaml
 	"$(KUBECTL)" kustomize bin/installer/config/default > dist/install.yaml
+	if [ "$(CONSOLE_PLUGIN)" = true ]; then \
+		sed -i 's|image: console-plugin:latest|image: $(CONSOLE_IMG)|' bin/installer/config/console-plugin/deployment.yaml && \
+		{ echo "---"; "$(KUBECTL)" kustomize bin/installer/config/console-plugin; } >> dist/install.yaml; fi
 	rm -rf "$(CHART_PROJECT)"
 	for run in main roles; do \
 		mkdir -p "$(CHART_PROJECT)/$$run/bin/chart" "$(CHART_PROJECT)/$$run/dist" && cp PROJECT "$(CHART_PROJECT)/$$run/" && \
@@ -210,7 +213,11 @@ build-installer: manifests generate envtest kubebuilder ## Write dist/install.ya
 ##@ Console plugin
 
 # The OpenShift console plugin (console/): its files are built with npm from the exact
-# versions of console/package-lock.json.
+# versions of console/package-lock.json; its image serves them (console/Dockerfile).
+CONSOLE_IMG ?= quay.io/kubevirt/virt-advisor-console-plugin:latest
+# CONSOLE_PLUGIN=true makes build-installer append the console plugin (config/console-plugin,
+# OpenShift only) to dist/install.yaml; the committed dist/install.yaml leaves it out.
+CONSOLE_PLUGIN ?= false
 
 # console-deps installs console/node_modules with npm ci when it is missing or older than
 # console/package-lock.json.
@@ -221,6 +228,14 @@ console-deps:
 .PHONY: console-build
 console-build: console-deps ## Build the console plugin's files (plugin-manifest.json, the entry script, its chunks and locales) into console/dist.
 	cd console && npm run build
+
+.PHONY: console-docker-build
+console-docker-build: ## Build the console plugin's image CONSOLE_IMG: its files and the server that serves them (console/Dockerfile).
+	$(CONTAINER_TOOL) build -f console/Dockerfile -t $(CONSOLE_IMG) .
+
+.PHONY: console-docker-push
+console-docker-push: ## Push the console plugin's image CONSOLE_IMG.
+	$(CONTAINER_TOOL) push $(CONSOLE_IMG)
 
 # CONSOLE_MANAGER is the manager binary test-console builds and runs; CONSOLE_SCREENSHOTS,
 # when set, is where the browser test writes its screenshots (docs/guide/images refreshes the

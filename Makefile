@@ -52,7 +52,7 @@ test: verify vet lint test-alerts envtest test-unit test-install test-e2e test-f
 
 .PHONY: test-unit
 test-unit: envtest ## Run the unit and envtest suites (real kube-apiserver + etcd).
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test $$(go list ./... | grep -v -e /test/e2e -e /test/install -e /test/faults -e /test/guide) -count=1 -timeout 20m
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test $$(go list ./... | grep -v -e /test/e2e -e /test/install -e /test/faults -e /test/guide -e /test/console) -count=1 -timeout 20m
 
 .PHONY: test-e2e
 test-e2e: envtest build build-installer ## Run the end-to-end test: the manager binary against a local control plane, driven by kubectl.
@@ -186,10 +186,13 @@ CHART_GENERATED := crd rbac
 CHART_PLUGIN = "$(KUBEBUILDER)" edit --plugins=helm/v2-alpha --manifests=bin/chart/manifests.yaml --output-dir=dist
 
 .PHONY: build-installer
-build-installer: manifests generate envtest kubebuilder ## Write dist/install.yaml (CRD, RBAC, Deployment running IMG) and the generated templates of dist/chart.
+build-installer: manifests generate envtest kubebuilder ## Write dist/install.yaml (CRD, RBAC, Deployment running IMG; with CONSOLE_PLUGIN=true the console plugin running CONSOLE_IMG too) and the generated templates of dist/chart.
 	rm -rf bin/installer && mkdir -p bin/installer dist && cp -r config bin/installer/
 	sed -i 's|image: controller:latest|image: $(IMG)|' bin/installer/config/manager/manager.yaml
 	"$(KUBECTL)" kustomize bin/installer/config/default > dist/install.yaml
+	if [ "$(CONSOLE_PLUGIN)" = true ]; then \
+		sed -i 's|image: console-plugin:latest|image: $(CONSOLE_IMG)|' bin/installer/config/console-plugin/deployment.yaml && \
+		{ echo "---"; "$(KUBECTL)" kustomize bin/installer/config/console-plugin; } >> dist/install.yaml; fi
 	rm -rf "$(CHART_PROJECT)"
 	for run in main roles; do \
 		mkdir -p "$(CHART_PROJECT)/$$run/bin/chart" "$(CHART_PROJECT)/$$run/dist" && cp PROJECT "$(CHART_PROJECT)/$$run/" && \
@@ -206,6 +209,48 @@ build-installer: manifests generate envtest kubebuilder ## Write dist/install.ya
 	rm -rf "$(CHART_PROJECT)/main/dist/chart/templates/monitoring"
 	mkdir -p "$(CHART_PROJECT)/main/dist/chart/files" && cp config/prometheus/prometheus_rule.yaml "$(CHART_PROJECT)/main/dist/chart/files/"
 	rm -rf dist/chart && cp -r "$(CHART_PROJECT)/main/dist/chart" dist/chart
+
+##@ Console plugin
+
+# The OpenShift console plugin (console/): its files are built with npm from the exact
+# versions of console/package-lock.json; its image serves them (console/Dockerfile).
+CONSOLE_IMG ?= quay.io/kubevirt/virt-advisor-console-plugin:latest
+# CONSOLE_PLUGIN=true makes build-installer append the console plugin (config/console-plugin,
+# OpenShift only) to dist/install.yaml; the committed dist/install.yaml leaves it out.
+CONSOLE_PLUGIN ?= false
+
+# console-deps installs console/node_modules with npm ci when it is missing or older than
+# console/package-lock.json.
+.PHONY: console-deps
+console-deps:
+	cd console && { [ node_modules/.package-lock.json -nt package-lock.json ] || npm ci --no-audit --no-fund; }
+
+.PHONY: console-build
+console-build: console-deps ## Build the console plugin's files (plugin-manifest.json, the entry script, its chunks and locales) into console/dist.
+	cd console && npm run build
+
+.PHONY: console-docker-build
+console-docker-build: ## Build the console plugin's image CONSOLE_IMG: its files and the server that serves them (console/Dockerfile).
+	$(CONTAINER_TOOL) build -f console/Dockerfile -t $(CONSOLE_IMG) .
+
+.PHONY: console-docker-push
+console-docker-push: ## Push the console plugin's image CONSOLE_IMG.
+	$(CONTAINER_TOOL) push $(CONSOLE_IMG)
+
+# CONSOLE_MANAGER is the manager binary test-console builds and runs; CONSOLE_SCREENSHOTS,
+# when set, is where the browser test writes its screenshots (docs/guide/images refreshes the
+# guide's); CHROMIUM is the browser (Debian's chromium package).
+CONSOLE_MANAGER ?= $(LOCALBIN)/manager
+CONSOLE_SCREENSHOTS ?=
+CHROMIUM ?= /usr/bin/chromium
+
+.PHONY: test-console
+test-console: envtest console-deps ## Test the console plugin: unit tests (Jest), the type check against the SDK (tsc), and the browser test (Chromium, playwright-core) of the built plugin against the manager on a local control plane.
+	@[ -x "$(CHROMIUM)" ] || { echo "$(CHROMIUM) is missing: apt-get install -y chromium"; exit 1; }
+	cd console && npm test -- --ci && npm run typecheck && npm run build && npm run build-harness
+	go build -ldflags "$(LDFLAGS)" -o "$(CONSOLE_MANAGER)" ./cmd
+	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" MANAGER_BINARY="$(CONSOLE_MANAGER)" CHROMIUM="$(CHROMIUM)" \
+		CONSOLE_SCREENSHOTS="$(CONSOLE_SCREENSHOTS)" go test ./test/console/ -count=1 -timeout 20m -v -ginkgo.v
 
 ##@ Deployment
 

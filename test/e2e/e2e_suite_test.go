@@ -18,16 +18,16 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	"sigs.k8s.io/yaml"
 
 	"github.com/kubevirt/virt-advisor-operator/internal/testenv"
+	"github.com/kubevirt/virt-advisor-operator/test/cluster"
 	"github.com/kubevirt/virt-advisor-operator/test/satoken"
 )
 
 // The operator's namespace and ServiceAccount in dist/install.yaml.
 const (
-	operatorNamespace     = "virt-advisor-operator-system"
-	managerServiceAccount = "virt-advisor-operator-controller-manager"
+	operatorNamespace     = cluster.OperatorNamespace
+	managerServiceAccount = cluster.ManagerServiceAccount
 )
 
 var (
@@ -132,25 +132,15 @@ var _ = ReportAfterEach(func(report SpecReport) {
 })
 
 // upstreamCRDFiles are the real CRDs, under testenv.UpstreamCRDs(), of the operators the
-// control plane has besides the base ones: the KubeletConfig of the Machine Config Operator,
-// the Node Health Check Operator and the Self Node Remediation Operator. The Migration
-// Toolkit for Virtualization and MetalLB operators are not installed: their platform-baseline
-// components are skipped, and the MetalLB CRD is installed while the operator runs.
-var upstreamCRDFiles = []string{
-	"machineconfiguration.openshift.io/kubeletconfigs.yaml",
-	"remediation.medik8s.io/nodehealthchecks.yaml",
-	"self-node-remediation.medik8s.io/selfnoderemediationtemplates.yaml",
-}
+// control plane has besides the base ones (cluster.UpstreamCRDFiles). The MetalLB CRD is
+// installed while the operator runs.
+var upstreamCRDFiles = cluster.UpstreamCRDFiles
 
 // upstreamCRDs reads the CRDs of upstreamCRDFiles.
 func upstreamCRDs() []*apiextensionsv1.CustomResourceDefinition {
 	GinkgoHelper()
-	crds := make([]*apiextensionsv1.CustomResourceDefinition, 0, len(upstreamCRDFiles))
-	for _, f := range upstreamCRDFiles {
-		crd, err := testenv.ReadCRD(upstreamCRD(f))
-		Expect(err).NotTo(HaveOccurred())
-		crds = append(crds, crd)
-	}
+	crds, err := cluster.UpstreamCRDs()
+	Expect(err).NotTo(HaveOccurred())
 	return crds
 }
 
@@ -163,25 +153,10 @@ func upstreamCRD(file string) string {
 // (`make test-e2e` renders it first) to a file and returns its path.
 func installRBAC() string {
 	GinkgoHelper()
-	data, err := os.ReadFile(testenv.Path("dist", "install.yaml"))
+	rbac, err := cluster.InstallRBAC()
 	Expect(err).NotTo(HaveOccurred())
-	rbacKinds := map[string]bool{
-		"Namespace": true, "ServiceAccount": true,
-		"Role": true, "ClusterRole": true, "RoleBinding": true, "ClusterRoleBinding": true,
-	}
-	var docs []string
-	for _, doc := range strings.Split(string(data), "\n---\n") {
-		var meta struct {
-			Kind string `json:"kind"`
-		}
-		Expect(yaml.Unmarshal([]byte(doc), &meta)).To(Succeed())
-		if rbacKinds[meta.Kind] {
-			docs = append(docs, doc)
-		}
-	}
-	Expect(docs).NotTo(BeEmpty(), "dist/install.yaml holds no RBAC")
 	path := filepath.Join(workDir, "install-rbac.yaml")
-	Expect(os.WriteFile(path, []byte(strings.Join(docs, "\n---\n")), 0o600)).To(Succeed())
+	Expect(os.WriteFile(path, rbac, 0o600)).To(Succeed())
 	return path
 }
 

@@ -54,11 +54,10 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/yaml"
 
 	"github.com/kubevirt/virt-advisor-operator/internal/testenv"
+	"github.com/kubevirt/virt-advisor-operator/test/cluster"
 	"github.com/kubevirt/virt-advisor-operator/test/poolsim"
-	"github.com/kubevirt/virt-advisor-operator/test/satoken"
 )
 
 // pageOrder is the order the pages run in; every page of docs/guide is listed.
@@ -75,6 +74,7 @@ var pageOrder = []string{
 	"troubleshooting.md",
 	"reboots.md",
 	"revert.md",
+	"console.md",
 	"uninstall.md",
 }
 
@@ -136,6 +136,25 @@ bin/poolsim --workers 2 --reboot-time 2s >/tmp/virt-advisor-poolsim.log &`,
 			reason: "reads the log of the operator's pod; the test control plane runs no pods, and the test " +
 				"prints the manager binary's log when a block fails"},
 	},
+	guidePage("console.md"): {
+		{text: `make console-docker-build console-docker-push CONSOLE_IMG=<registry>/virt-advisor-console-plugin:<tag>
+helm upgrade virt-advisor-operator dist/chart --namespace virt-advisor-operator-system --reuse-values \
+  --set consolePlugin.enable=true --set consolePlugin.image.repository=<registry>/virt-advisor-console-plugin \
+  --set consolePlugin.image.tag=<tag>`,
+			reason: "builds and pushes an image to your registry, and upgrades a Helm release, and the operator here was not " +
+				"installed with Helm (" + noNodes + "); make test-install installs the chart with the console plugin on a " +
+				"control plane with OpenShift's ConsolePlugin CRD"},
+		{text: `oc get consoles.operator.openshift.io cluster -o jsonpath='{.spec.plugins}{"\n"}'
+oc patch consoles.operator.openshift.io cluster --type=json \
+  -p '[{"op":"add","path":"/spec/plugins/-","value":"virt-advisor-plugin"}]'`,
+			reason: "enables the plugin in the console of an OpenShift cluster; the test control plane runs no console"},
+		{text: `oc patch consoles.operator.openshift.io cluster --type=json \
+  -p '[{"op":"add","path":"/spec/plugins","value":["virt-advisor-plugin"]}]'`,
+			reason: "enables the plugin in the console of an OpenShift cluster; the test control plane runs no console"},
+		{text: `make test-console`,
+			reason: "runs the console plugin's tests, in a browser, on a control plane of their own; it is a target of its own " +
+				"because it needs Node.js and Chromium"},
+	},
 	guidePage("uninstall.md"): {
 		{text: `helm uninstall virt-advisor-operator --namespace virt-advisor-operator-system`,
 			reason: "uninstalls a Helm release, and the operator here was not installed with Helm; " +
@@ -147,23 +166,8 @@ bin/poolsim --workers 2 --reboot-time 2s >/tmp/virt-advisor-poolsim.log &`,
 	},
 }
 
-// The operator's namespace and ServiceAccount in dist/install.yaml.
-const (
-	operatorNamespace     = "virt-advisor-operator-system"
-	managerServiceAccount = "virt-advisor-operator-controller-manager"
-)
-
 // blockTimeout bounds one block; its kubectl waits have their own, shorter timeouts.
 const blockTimeout = 4 * time.Minute
-
-// upstreamCRDFiles are the real CRDs, under testenv.UpstreamCRDs(), of the operators the
-// control plane has besides the base ones. The Migration Toolkit for Virtualization and
-// MetalLB are not installed, so their platform-baseline items are Skipped.
-var upstreamCRDFiles = []string{
-	"machineconfiguration.openshift.io/kubeletconfigs.yaml",
-	"remediation.medik8s.io/nodehealthchecks.yaml",
-	"self-node-remediation.medik8s.io/selfnoderemediationtemplates.yaml",
-}
 
 // TestGuide runs every "sh test" block of the guide against the operator.
 func TestGuide(t *testing.T) {
@@ -236,13 +240,13 @@ func startControlPlane(t *testing.T, managerBin string) *controlPlane {
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
-	for _, f := range upstreamCRDFiles {
-		crd, err := testenv.ReadCRD(filepath.Join(testenv.UpstreamCRDs(), filepath.FromSlash(f)))
-		if err != nil {
-			t.Fatalf("%v", err)
-		}
-		env.CRDs = append(env.CRDs, crd)
+	// The operators the control plane has besides the base ones: the Migration Toolkit for
+	// Virtualization and MetalLB are not installed, so their platform-baseline items are Skipped.
+	upstream, err := cluster.UpstreamCRDs()
+	if err != nil {
+		t.Fatalf("%v", err)
 	}
+	env.CRDs = append(env.CRDs, upstream...)
 	if _, err := env.Start(); err != nil {
 		t.Fatalf("start the control plane: %v", err)
 	}
@@ -273,42 +277,26 @@ func startControlPlane(t *testing.T, managerBin string) *controlPlane {
 	// ServiceAccount, bound by exactly the RBAC of dist/install.yaml (which also creates its
 	// namespace).
 	rbac := filepath.Join(work, "install-rbac.yaml")
-	if err := os.WriteFile(rbac, installRBAC(t), 0o600); err != nil {
+	installRBAC, err := cluster.InstallRBAC()
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	if err := os.WriteFile(rbac, installRBAC, 0o600); err != nil {
 		t.Fatalf("%v", err)
 	}
 	if out, err := cp.run(context.Background(), "kubectl", "apply", "--server-side", "-f", rbac); err != nil {
 		t.Fatalf("apply the RBAC of dist/install.yaml: %v\n%s", err, out)
 	}
-	managerKubeconfig := filepath.Join(work, "manager-kubeconfig")
-	if err := satoken.WriteKubeconfig(context.Background(), env.Config, operatorNamespace,
-		managerServiceAccount, managerKubeconfig); err != nil {
-		t.Fatalf("%v", err)
-	}
-	logFile, err := os.Create(cp.managerLog)
+	manager, err := cluster.StartManager(context.Background(), env.Config, managerBin, work)
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
-	manager := exec.Command(managerBin,
-		"--leader-elect", "--namespace="+operatorNamespace,
-		"--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:0", "--health-poll-interval=1s")
-	manager.Env = append(os.Environ(), "KUBECONFIG="+managerKubeconfig)
-	manager.Stdout, manager.Stderr = logFile, logFile
-	if err := manager.Start(); err != nil {
-		t.Fatalf("start %s: %v", managerBin, err)
-	}
+	cp.managerLog = manager.LogPath
 	// Registered after the control plane's cleanup, so it runs before it.
 	t.Cleanup(func() {
-		stopManager(t, manager)
-		_ = logFile.Close()
-		data, err := os.ReadFile(cp.managerLog)
-		if err != nil {
-			t.Errorf("%v", err)
-			return
-		}
-		if strings.Contains(string(data), `is forbidden: User \"system:serviceaccount:`) ||
-			strings.Contains(string(data), `is forbidden: User "system:serviceaccount:`) {
-			t.Errorf("the API server denied the operator a request the guide needs: dist/install.yaml lacks a permission\n%s",
-				tail(string(data), 40))
+		if err := manager.Stop(); err != nil {
+			data, _ := os.ReadFile(cp.managerLog)
+			t.Errorf("%v: the guide needs it\n%s", err, tail(string(data), 40))
 		}
 	})
 	return cp
@@ -334,20 +322,6 @@ func (cp *controlPlane) startPoolSimulator(t *testing.T, cfg *rest.Config) {
 	})
 	if _, err := sim.CreateNodes(context.Background(), "worker", guideWorkers); err != nil {
 		t.Fatalf("%v", err)
-	}
-}
-
-// stopManager interrupts the manager and kills it if it does not stop in time.
-func stopManager(t *testing.T, manager *exec.Cmd) {
-	t.Helper()
-	_ = manager.Process.Signal(os.Interrupt)
-	done := make(chan struct{})
-	go func() { _ = manager.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(15 * time.Second):
-		_ = manager.Process.Kill()
-		<-done
 	}
 }
 
@@ -423,35 +397,6 @@ func (cp *controlPlane) runBlock(t *testing.T, p page, i int, b block) {
 	}
 	t.Logf("%s (%s)\n$ %s\n%s", where, time.Since(start).Round(100*time.Millisecond),
 		strings.ReplaceAll(b.text, "\n", "\n$ "), out)
-}
-
-// installRBAC returns the Namespace, ServiceAccount and RBAC objects of dist/install.yaml.
-func installRBAC(t *testing.T) []byte {
-	t.Helper()
-	data, err := os.ReadFile(testenv.Path("dist", "install.yaml"))
-	if err != nil {
-		t.Fatalf("%v", err)
-	}
-	rbacKinds := map[string]bool{
-		"Namespace": true, "ServiceAccount": true,
-		"Role": true, "ClusterRole": true, "RoleBinding": true, "ClusterRoleBinding": true,
-	}
-	var docs []string
-	for _, doc := range strings.Split(string(data), "\n---\n") {
-		var meta struct {
-			Kind string `json:"kind"`
-		}
-		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
-			t.Fatalf("dist/install.yaml: %v", err)
-		}
-		if rbacKinds[meta.Kind] {
-			docs = append(docs, doc)
-		}
-	}
-	if len(docs) == 0 {
-		t.Fatal("dist/install.yaml holds no RBAC")
-	}
-	return []byte(strings.Join(docs, "\n---\n"))
 }
 
 // tail is the last n lines of s.

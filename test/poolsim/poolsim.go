@@ -114,6 +114,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -574,11 +575,19 @@ func (s *Simulator) CreateNodes(ctx context.Context, pool string, n int) ([]stri
 		if err != nil {
 			return names, fmt.Errorf("create node %s: %w", node.Name, err)
 		}
-		node.Status.Conditions = []corev1.NodeCondition{{
-			Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-			Message: "simulated", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(),
-		}}
-		if err := s.client.Status().Update(ctx, node, client.FieldOwner(fieldOwner)); err != nil {
+		// The Node may change between its creation and this write (the simulator's own
+		// loop marks new Nodes): report it Ready on the Node as it is now.
+		err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := s.client.Get(ctx, client.ObjectKeyFromObject(node), node); err != nil {
+				return err
+			}
+			node.Status.Conditions = []corev1.NodeCondition{{
+				Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+				Message: "simulated", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now(),
+			}}
+			return s.client.Status().Update(ctx, node, client.FieldOwner(fieldOwner))
+		})
+		if err != nil {
 			return names, fmt.Errorf("report node %s Ready: %w", node.Name, err)
 		}
 	}

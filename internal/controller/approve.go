@@ -1,11 +1,9 @@
 package controller
 
 import (
-	"context"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
 )
@@ -126,21 +124,21 @@ func (s *scope) noApprovalNeeded() {
 
 // decide executes a plan the spec already approves and otherwise waits in ReviewRequired
 // with reason and message (the message is completed with the approving command).
-func (r *VirtPlatformConfigReconciler) decide(ctx context.Context, s *scope, reason, message string) (ctrl.Result, error) {
+func (r *VirtPlatformConfigReconciler) decide(s *scope, reason, message string) outcome {
 	if s.drafted {
 		s.shown()
 	}
 	switch s.approval() {
 	case approved:
-		return r.startExecution(ctx, s, !s.drafted)
+		return outcome{then: startHandler, lock: !s.drafted}
 	case mismatched:
 		if reason != advisorv1alpha1.ReasonAwaitingApproval {
 			// Say why the plan changed under the pin, then what approves it.
-			return r.awaitMatchingPin(s, message), nil
+			return r.awaitMatchingPin(s, message)
 		}
-		return r.awaitMatchingPin(s, ""), nil
+		return r.awaitMatchingPin(s, "")
 	}
-	return r.awaitApproval(s, reason, message), nil
+	return r.awaitApproval(s, reason, message)
 }
 
 func (s *scope) mismatchMessage() string {
@@ -150,16 +148,16 @@ func (s *scope) mismatchMessage() string {
 
 // awaitApproval waits in ReviewRequired. The message ends with the command that approves
 // the plan shown.
-func (r *VirtPlatformConfigReconciler) awaitApproval(s *scope, reason, message string) ctrl.Result {
+func (r *VirtPlatformConfigReconciler) awaitApproval(s *scope, reason, message string) outcome {
 	cmd := s.requireApproval()
 	s.setPhase(advisorv1alpha1.PhaseReviewRequired, reason, message+". To approve it: "+cmd)
-	return ctrl.Result{}
+	return outcome{}
 }
 
 // awaitMatchingPin waits in ReviewRequired because spec.approvedPlanHash names another
 // plan: reason ApprovalMismatch, and an Event naming both hashes.
 // why, when set, says first why the plan changed under the pin.
-func (r *VirtPlatformConfigReconciler) awaitMatchingPin(s *scope, why string) ctrl.Result {
+func (r *VirtPlatformConfigReconciler) awaitMatchingPin(s *scope, why string) outcome {
 	s.requireApproval()
 	s.noteMismatch()
 	msg := s.mismatchMessage()
@@ -167,7 +165,7 @@ func (r *VirtPlatformConfigReconciler) awaitMatchingPin(s *scope, why string) ct
 		msg = why + ". " + msg
 	}
 	s.setPhase(advisorv1alpha1.PhaseReviewRequired, advisorv1alpha1.ReasonApprovalMismatch, msg)
-	return ctrl.Result{}
+	return outcome{}
 }
 
 // noteMismatch records the ApprovalMismatch Event when the pin or the plan is new in this

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
 	"github.com/kubevirt/virt-advisor-operator/internal/plan"
@@ -49,7 +48,7 @@ func (r *VirtPlatformConfigReconciler) render(ctx context.Context, s *scope) *re
 
 // draft renders and dry-runs a fresh plan, then hands it to review or, when the spec
 // already approves it, to execution. A rendering already done by the caller is reused.
-func (r *VirtPlatformConfigReconciler) draft(ctx context.Context, s *scope, cause draftCause, done *rendering) (ctrl.Result, error) {
+func (r *VirtPlatformConfigReconciler) draft(ctx context.Context, s *scope, cause draftCause, done *rendering) (outcome, error) {
 	st := &s.vpc.Status
 	s.setPhase(advisorv1alpha1.PhaseDrafting, cause.reason, cause.message)
 	// Persisted with whatever this draft ends in, including a passing error: a redraft
@@ -72,7 +71,7 @@ func (r *VirtPlatformConfigReconciler) draft(ctx context.Context, s *scope, caus
 		if _, err := schedule.Parse(w.Schedule, w.Duration.Duration, w.TimeZone); err != nil {
 			fail(advisorv1alpha1.PhaseFailed, advisorv1alpha1.ReasonInvalidMaintenanceWindow, fmt.Sprintf(
 				"spec.maintenanceWindow: %v. Nothing was drafted or applied: fix it to draft the plan", err))
-			return ctrl.Result{}, nil
+			return outcome{}, nil
 		}
 	}
 	if s.vpc.Spec.Revert {
@@ -80,7 +79,7 @@ func (r *VirtPlatformConfigReconciler) draft(ctx context.Context, s *scope, caus
 	}
 	if err := s.profile.Validate(s.opts); err != nil {
 		fail(advisorv1alpha1.PhaseFailed, advisorv1alpha1.ReasonInvalidOptions, fmt.Sprintf("%v: fix spec.options", err))
-		return ctrl.Result{}, nil
+		return outcome{}, nil
 	}
 	if done == nil {
 		done = r.render(ctx, s)
@@ -88,9 +87,9 @@ func (r *VirtPlatformConfigReconciler) draft(ctx context.Context, s *scope, caus
 	if done.err != nil {
 		if profiles.IsPrerequisiteError(done.err) {
 			fail(advisorv1alpha1.PhasePrerequisiteFailed, advisorv1alpha1.ReasonPrerequisiteMissing, done.err.Error())
-			return ctrl.Result{RequeueAfter: prerequisiteRecheck}, nil
+			return waitFor(prerequisiteRecheck), nil
 		}
-		return ctrl.Result{}, fmt.Errorf("render profile %s: %w", s.vpc.Spec.Profile, done.err)
+		return outcome{}, fmt.Errorf("render profile %s: %w", s.vpc.Spec.Profile, done.err)
 	}
 	p, err := r.Engine.Draft(ctx, plan.Request{
 		Profile: s.profileName(), Items: done.items, Recorder: done.rec,
@@ -99,15 +98,15 @@ func (r *VirtPlatformConfigReconciler) draft(ctx context.Context, s *scope, caus
 	if err != nil {
 		if errors.Is(err, plan.ErrInvalidPlan) {
 			fail(advisorv1alpha1.PhaseFailed, advisorv1alpha1.ReasonInvalidPlan, err.Error())
-			return ctrl.Result{}, nil
+			return outcome{}, nil
 		}
-		return ctrl.Result{}, err
+		return outcome{}, err
 	}
 	r.install(s, p, st.PlanRevision+1)
 	if err := r.forecast(ctx, s, nil); err != nil {
-		return ctrl.Result{}, err
+		return outcome{}, err
 	}
-	return r.review(ctx, s, cause)
+	return outcome{then: reviewHandler, cause: cause}, nil
 }
 
 // install puts a drafted plan in status. Items that keep their target keep what they
@@ -164,7 +163,7 @@ func noteNewConflicts(s *scope, previous, drafted []advisorv1alpha1.PlanItem) {
 
 // review decides what a freshly drafted plan needs: nothing (rule 2: every target already
 // matches), a fix (the API server refuses part of it), or an approval.
-func (r *VirtPlatformConfigReconciler) review(ctx context.Context, s *scope, cause draftCause) (ctrl.Result, error) {
+func (r *VirtPlatformConfigReconciler) review(ctx context.Context, s *scope, cause draftCause) (outcome, error) {
 	st := &s.vpc.Status
 	var rejected []string
 	changes := 0
@@ -183,7 +182,7 @@ func (r *VirtPlatformConfigReconciler) review(ctx context.Context, s *scope, cau
 		s.setPhase(advisorv1alpha1.PhaseFailed, advisorv1alpha1.ReasonPlanRejected,
 			"the API server refuses part of the plan, nothing was applied: "+strings.Join(rejected, "; ")+
 				". Fix the cause, then change or touch the spec to draft the plan again")
-		return ctrl.Result{}, nil
+		return outcome{}, nil
 	}
 	if changes == 0 {
 		return r.nothingToApply(ctx, s)
@@ -214,20 +213,21 @@ func (r *VirtPlatformConfigReconciler) review(ctx context.Context, s *scope, cau
 			reason = advisorv1alpha1.ReasonFieldConflicts
 		}
 	}
-	return r.decide(ctx, s, reason, msg)
+	return outcome{then: decideHandler, reason: reason, message: msg}, nil
 }
 
 // nothingToApply ends a plan whose targets all match it already (rule 2). A target that
 // rolls out to nodes is judged by its pools too: a plan drafted again while a pool still
 // rolls the previous execution out waits for that rollout (and reports its failure)
 // before it says Completed; nothing is written.
-func (r *VirtPlatformConfigReconciler) nothingToApply(ctx context.Context, s *scope) (ctrl.Result, error) {
+func (r *VirtPlatformConfigReconciler) nothingToApply(ctx context.Context, s *scope) (outcome, error) {
 	st := &s.vpc.Status
 	if s.vpc.Spec.Revert {
 		for i := range st.Items {
 			s.setItemState(i, advisorv1alpha1.ItemCompleted, st.Items[i].Message)
 		}
-		return r.finishRevert(s), nil
+		r.finishRevert(s)
+		return outcome{}, nil
 	}
 	waiting := 0
 	for i, it := range st.Items {
@@ -242,7 +242,7 @@ func (r *VirtPlatformConfigReconciler) nothingToApply(ctx context.Context, s *sc
 		if plan.RollsOut(it) && s.vpc.Spec.Action == advisorv1alpha1.ActionApply {
 			h, err := r.Engine.CheckHealth(ctx, it, s.now.Time, 0, s.now.Time)
 			if err != nil {
-				return ctrl.Result{}, err
+				return outcome{}, err
 			}
 			if h.State != plan.Healthy {
 				t := s.now
@@ -258,10 +258,10 @@ func (r *VirtPlatformConfigReconciler) nothingToApply(ctx context.Context, s *sc
 	if waiting > 0 {
 		s.setPhase(advisorv1alpha1.PhaseInProgress, advisorv1alpha1.ReasonAwaitingRollout, fmt.Sprintf(
 			"every target already matches the plan; %d item(s) wait for their MachineConfigPools to run them on every node", waiting))
-		return ctrl.Result{RequeueAfter: immediately}, nil
+		return nextStep, nil
 	}
 	s.setPhase(advisorv1alpha1.PhaseCompleted, advisorv1alpha1.ReasonNoChanges, "every target already matches the plan")
-	return ctrl.Result{}, nil
+	return outcome{}, nil
 }
 
 // inputsChanged renders the profile again and tells whether the plan it renders now differs

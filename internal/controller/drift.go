@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	ctrl "sigs.k8s.io/controller-runtime"
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
 	"github.com/kubevirt/virt-advisor-operator/internal/metrics"
@@ -22,28 +21,28 @@ import (
 // when a target's kind went away): it offers the plan of a newer operator version
 // (rule 10), detects drift and its reversal (rule 7), redrafts when an input of the plan
 // changed, and applies approved or aggressive corrections.
-func (r *VirtPlatformConfigReconciler) watchApplied(ctx context.Context, s *scope) (ctrl.Result, error) {
+func (r *VirtPlatformConfigReconciler) watchApplied(ctx context.Context, s *scope) (outcome, error) {
 	st := &s.vpc.Status
 	if st.OperatorVersion != r.Version && (st.Phase == advisorv1alpha1.PhaseCompleted || st.Phase == advisorv1alpha1.PhaseCompletedWithErrors) {
 		return r.checkUpgrade(ctx, s)
 	}
 	d, err := r.refreshDrift(ctx, s)
 	if err != nil {
-		return ctrl.Result{}, err
+		return outcome{}, err
 	}
-	return r.judgeApplied(ctx, s, d)
+	return outcome{then: judgeHandler, drift: d}, nil
 }
 
 // judgeApplied puts an applied plan in the phase what refreshDrift found calls for.
-func (r *VirtPlatformConfigReconciler) judgeApplied(ctx context.Context, s *scope, d driftFindings) (ctrl.Result, error) {
+func (r *VirtPlatformConfigReconciler) judgeApplied(ctx context.Context, s *scope, d driftFindings) (outcome, error) {
 	if d.unavailable != "" {
 		s.note(corev1.EventTypeWarning, advisorv1alpha1.ReasonTargetUnavailable, "%s", d.unavailable)
 		s.noApprovalNeeded()
 		s.setPhase(advisorv1alpha1.PhasePrerequisiteFailed, advisorv1alpha1.ReasonTargetUnavailable, d.unavailable)
-		return ctrl.Result{RequeueAfter: prerequisiteRecheck}, nil
+		return waitFor(prerequisiteRecheck), nil
 	}
 	if why, redraft := d.redraft(); redraft {
-		return r.redraftInputs(ctx, s, why, nil)
+		return redraftInputs(why, nil), nil
 	}
 	if len(d.drifted) == 0 {
 		// A drifted target is settled first (its correction is the plan shown); the inputs
@@ -51,7 +50,7 @@ func (r *VirtPlatformConfigReconciler) judgeApplied(ctx context.Context, s *scop
 		// its own targets too.
 		if changed, done, err := r.inputsChanged(ctx, s); err != nil || changed {
 			if err != nil {
-				return ctrl.Result{}, err
+				return outcome{}, err
 			}
 			if done.err != nil {
 				// The profile cannot be rendered any more (a CRD went away): the applied
@@ -59,19 +58,19 @@ func (r *VirtPlatformConfigReconciler) judgeApplied(ctx context.Context, s *scop
 				s.noApprovalNeeded()
 				s.setPhase(advisorv1alpha1.PhasePrerequisiteFailed, advisorv1alpha1.ReasonPrerequisiteMissing,
 					done.err.Error()+"; the applied plan is kept and checked again when it is back")
-				return ctrl.Result{RequeueAfter: prerequisiteRecheck}, nil
+				return waitFor(prerequisiteRecheck), nil
 			}
-			return r.redraftInputs(ctx, s, "an object the plan was rendered from changed", done)
+			return redraftInputs("an object the plan was rendered from changed", done), nil
 		}
 	}
-	return r.settle(ctx, s, d.drifted)
+	return outcome{then: settleHandler, drifted: d.drifted}, nil
 }
 
 // redraftInputs drafts the plan again because what it was rendered from changed. A plan
 // that comes out the same only records the new inputs; a different one needs a fresh
 // approval (reason InputDependencyDrift); one whose targets all already match is Completed.
-func (r *VirtPlatformConfigReconciler) redraftInputs(ctx context.Context, s *scope, why string, done *rendering) (ctrl.Result, error) {
-	return r.draft(ctx, s, draftCause{by: byOperator, reason: advisorv1alpha1.ReasonInputDependencyDrift,
+func redraftInputs(why string, done *rendering) outcome {
+	return redraft(draftCause{by: byOperator, reason: advisorv1alpha1.ReasonInputDependencyDrift,
 		message: why + "; drafted the plan again", review: advisorv1alpha1.ReasonInputDependencyDrift}, done)
 }
 
@@ -206,7 +205,7 @@ func isCorrection(it advisorv1alpha1.PlanItem) bool {
 }
 
 // settle puts an applied plan in the phase its targets call for.
-func (r *VirtPlatformConfigReconciler) settle(ctx context.Context, s *scope, drifted []string) (ctrl.Result, error) {
+func (r *VirtPlatformConfigReconciler) settle(ctx context.Context, s *scope, drifted []string) (outcome, error) {
 	st := &s.vpc.Status
 	aggressive := s.vpc.Spec.BypassOptimisticLock && s.vpc.Spec.Action == advisorv1alpha1.ActionApply
 	if len(drifted) > 0 {
@@ -220,7 +219,7 @@ func (r *VirtPlatformConfigReconciler) settle(ctx context.Context, s *scope, dri
 				strings.Join(others, ", ") + " set(s) these fields to other values (status.items[].conflicts); " +
 				"decide which profile keeps them, and approve the correction if it is this one: " + s.requireApproval()
 			s.setPhase(advisorv1alpha1.PhaseDrifted, advisorv1alpha1.ReasonDriftDetected, msg)
-			return ctrl.Result{}, nil
+			return outcome{}, nil
 		}
 		if aggressive && s.approval() != mismatched {
 			s.setPhase(advisorv1alpha1.PhaseDrifted, advisorv1alpha1.ReasonDriftDetected,
@@ -228,7 +227,7 @@ func (r *VirtPlatformConfigReconciler) settle(ctx context.Context, s *scope, dri
 			return r.correctDrift(ctx, s, drifted)
 		}
 		if s.approval() == approved {
-			return r.startExecution(ctx, s, true)
+			return outcome{then: startHandler, lock: true}, nil
 		}
 		msg := "drifted from the plan: " + strings.Join(drifted, "; ") +
 			". Revert the change, or review the correction in status.items[].diff and approve it"
@@ -242,10 +241,10 @@ func (r *VirtPlatformConfigReconciler) settle(ctx context.Context, s *scope, dri
 		if s.approval() == mismatched {
 			s.noteMismatch()
 			s.setPhase(advisorv1alpha1.PhaseDrifted, advisorv1alpha1.ReasonApprovalMismatch, "drifted from the plan: "+strings.Join(drifted, "; ")+". "+s.mismatchMessage())
-			return ctrl.Result{}, nil
+			return outcome{}, nil
 		}
 		s.setPhase(advisorv1alpha1.PhaseDrifted, advisorv1alpha1.ReasonDriftDetected, msg)
-		return ctrl.Result{}, nil
+		return outcome{}, nil
 	}
 	r.throttle().InSync(s.vpc.Name)
 	if st.DriftCorrection != nil {
@@ -253,13 +252,13 @@ func (r *VirtPlatformConfigReconciler) settle(ctx context.Context, s *scope, dri
 	}
 	if len(upgradeNames(st.Items)) > 0 {
 		if s.approval() == approved {
-			return r.startExecution(ctx, s, true)
+			return outcome{then: startHandler, lock: true}, nil
 		}
 		cmd := s.requireApproval()
 		s.setPhase(advisorv1alpha1.PhaseCompletedWithUpgrade, advisorv1alpha1.ReasonUpgradeAvailable, fmt.Sprintf(
 			"operator %s plans differently for %s: review status.items[].diff, then approve: %s",
 			st.OperatorVersion, strings.Join(pendingNames(st.Items), ", "), cmd))
-		return ctrl.Result{}, nil
+		return outcome{}, nil
 	}
 	s.noApprovalNeeded()
 	switch {
@@ -270,7 +269,7 @@ func (r *VirtPlatformConfigReconciler) settle(ctx context.Context, s *scope, dri
 	case st.Phase != advisorv1alpha1.PhaseCompleted:
 		s.setPhase(advisorv1alpha1.PhaseCompleted, advisorv1alpha1.ReasonInSync, "the targets are back as planned")
 	}
-	return ctrl.Result{}, nil
+	return outcome{}, nil
 }
 
 // upgradeNames names the pending items that propose something new rather than correct drift.
@@ -298,12 +297,12 @@ func pendingNames(items []advisorv1alpha1.PlanItem) []string {
 // target's token bucket allows: an execution of the corrections only (pending upgrades
 // and failed items still wait for review). Three throttle episodes in a row (a correction
 // that does not hold) stop it (Thrashing) until the spec changes; that stop is persisted.
-func (r *VirtPlatformConfigReconciler) correctDrift(ctx context.Context, s *scope, drifted []string) (ctrl.Result, error) {
+func (r *VirtPlatformConfigReconciler) correctDrift(ctx context.Context, s *scope, drifted []string) (outcome, error) {
 	st := &s.vpc.Status
 	if dc := st.DriftCorrection; dc != nil {
 		if dc.StoppedAtGeneration == s.vpc.Generation {
 			s.setPhase(advisorv1alpha1.PhaseDrifted, advisorv1alpha1.ReasonThrashing, dc.Message)
-			return ctrl.Result{}, nil
+			return outcome{}, nil
 		}
 		// The spec changed since: correct again, from a clean slate.
 		st.DriftCorrection = nil
@@ -332,11 +331,11 @@ func (r *VirtPlatformConfigReconciler) correctDrift(ctx context.Context, s *scop
 		if st.Phase != s.startPhase || s.before.Status.DriftCorrection == nil {
 			s.note(corev1.EventTypeWarning, advisorv1alpha1.ReasonThrashing, "%s", msg)
 		}
-		return ctrl.Result{}, nil
+		return outcome{}, nil
 	}
 	s.setPhase(advisorv1alpha1.PhaseDrifted, advisorv1alpha1.ReasonDriftDetected,
 		"drifted from the plan: "+strings.Join(drifted, "; ")+". Re-applying (bypassOptimisticLock) once the rate limit allows")
-	return ctrl.Result{RequeueAfter: v.Wait}, nil
+	return waitFor(v.Wait), nil
 }
 
 // startCorrections enters InProgress to re-apply the drifted items (bypassOptimisticLock).
@@ -344,9 +343,9 @@ func (r *VirtPlatformConfigReconciler) correctDrift(ctx context.Context, s *scop
 // that restore what an approved execution applied. The corrections that roll out to nodes
 // are forecast on their own and form the batch, which its gates hold and its pauses cover
 // as any approved batch.
-func (r *VirtPlatformConfigReconciler) startCorrections(ctx context.Context, s *scope, n int) (ctrl.Result, error) {
+func (r *VirtPlatformConfigReconciler) startCorrections(ctx context.Context, s *scope, n int) (outcome, error) {
 	if err := r.forecast(ctx, s, isCorrection); err != nil {
-		return ctrl.Result{}, err
+		return outcome{}, err
 	}
 	s.approvalGiven()
 	s.approvalStatus().CorrectionsOnly = true
@@ -356,39 +355,39 @@ func (r *VirtPlatformConfigReconciler) startCorrections(ctx context.Context, s *
 		msg += "; the correction " + d
 	}
 	s.setPhase(advisorv1alpha1.PhaseInProgress, advisorv1alpha1.ReasonExecuting, msg)
-	return ctrl.Result{RequeueAfter: immediately}, nil
+	return nextStep, nil
 }
 
 // retry leaves Failed. A failed item is retried once the retry is approved; a plan that
 // could not be drafted or was refused is drafted again when the spec is touched, and
 // shown before it runs. The targets applied before the failure are still watched for drift.
-func (r *VirtPlatformConfigReconciler) retry(ctx context.Context, s *scope) (ctrl.Result, error) {
+func (r *VirtPlatformConfigReconciler) retry(ctx context.Context, s *scope) (outcome, error) {
 	st := &s.vpc.Status
 	if hasApplied(st.Items) {
 		before := st.PlanHash
 		d, err := r.refreshDrift(ctx, s)
 		if err != nil {
-			return ctrl.Result{}, err
+			return outcome{}, err
 		}
 		if st.PlanHash != before {
 			r.failedDrift(s, d.drifted)
-			return ctrl.Result{}, nil
+			return outcome{}, nil
 		}
 	}
 	if s.approvalStatus().Required {
 		switch s.approval() {
 		case approved:
-			return r.startExecution(ctx, s, true)
+			return outcome{then: startHandler, lock: true}, nil
 		case mismatched:
 			s.noteMismatch()
 		}
-		return ctrl.Result{}, nil
+		return outcome{}, nil
 	}
 	if !s.newGeneration {
-		return ctrl.Result{}, nil
+		return outcome{}, nil
 	}
-	return r.draft(ctx, s, draftCause{by: byUser, reason: advisorv1alpha1.ReasonRetry,
-		message: "the spec was touched: drafting a fresh plan", review: advisorv1alpha1.ReasonAwaitingApproval, showFirst: true}, nil)
+	return redraft(draftCause{by: byUser, reason: advisorv1alpha1.ReasonRetry,
+		message: "the spec was touched: drafting a fresh plan", review: advisorv1alpha1.ReasonAwaitingApproval, showFirst: true}, nil), nil
 }
 
 // failedDrift reports drift (or its reversal) of targets a failed execution applied: the

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
 	"github.com/kubevirt/virt-advisor-operator/internal/batch"
@@ -21,7 +20,7 @@ import (
 // it was when the plan was drafted; otherwise the plan is drafted again for review.
 // Failed items are retried. The execution goes on in the same step: the write gate
 // persists the transition with the first write it authorizes, before that write.
-func (r *VirtPlatformConfigReconciler) startExecution(ctx context.Context, s *scope, checkLock bool) (ctrl.Result, error) {
+func (r *VirtPlatformConfigReconciler) startExecution(ctx context.Context, s *scope, checkLock bool) (outcome, error) {
 	st := &s.vpc.Status
 	for i, it := range st.Items {
 		switch it.State {
@@ -36,17 +35,17 @@ func (r *VirtPlatformConfigReconciler) startExecution(ctx context.Context, s *sc
 	if checkLock && !s.vpc.Spec.BypassOptimisticLock {
 		stale, err := r.staleItems(ctx, s)
 		if err != nil {
-			return ctrl.Result{}, err
+			return outcome{}, err
 		}
 		if len(stale) > 0 {
-			return r.redraftStale(ctx, s, strings.Join(stale, ", "))
+			return redraftStale(s, strings.Join(stale, ", ")), nil
 		}
 	}
 	s.approvalGiven()
 	beginExecution(s)
 	s.setPhase(advisorv1alpha1.PhaseInProgress, advisorv1alpha1.ReasonExecuting,
 		fmt.Sprintf("applying %d item(s) in order", countState(st.Items, advisorv1alpha1.ItemPending)))
-	return r.execute(ctx, s)
+	return goOn(executeHandler), nil
 }
 
 // beginExecution starts an execution's batch afresh, for an approved plan and for drift
@@ -69,19 +68,19 @@ func planIntact(st *advisorv1alpha1.VirtPlatformConfigStatus) bool {
 }
 
 // refuseAltered stops a plan whose status was changed outside the operator.
-func (r *VirtPlatformConfigReconciler) refuseAltered(s *scope) ctrl.Result {
+func (r *VirtPlatformConfigReconciler) refuseAltered(s *scope) outcome {
 	s.noApprovalNeeded()
 	s.setPhase(advisorv1alpha1.PhaseFailed, advisorv1alpha1.ReasonPlanIntegrity,
 		"the plan in status no longer hashes to the plan that was approved (status.items was changed outside the operator); "+
 			"nothing more is applied. Change or touch the spec to draft a fresh plan")
-	return ctrl.Result{}
+	return outcome{}
 }
 
 // refuseWrite stops the execution at item i because the write gate refused its write: the
 // item says which condition failed, an Event says it too, and the config waits for what
 // the condition needs (an approval of the plan shown, a matching pin) or, when the plan in
 // status cannot be trusted, fails.
-func (r *VirtPlatformConfigReconciler) refuseWrite(s *scope, i int, why *refusal) ctrl.Result {
+func (r *VirtPlatformConfigReconciler) refuseWrite(s *scope, i int, why *refusal) outcome {
 	it := s.vpc.Status.Items[i]
 	s.setItemState(i, advisorv1alpha1.ItemPending, "not written: "+why.condition)
 	s.noteItem(it.Name, corev1.EventTypeWarning, advisorv1alpha1.EventWriteRefused, "%s %s of item %s was not written: %s",
@@ -121,21 +120,21 @@ func describeItem(it advisorv1alpha1.PlanItem) string {
 }
 
 // redraftStale drafts the plan again because targets changed after review (rule 4).
-func (r *VirtPlatformConfigReconciler) redraftStale(ctx context.Context, s *scope, what string) (ctrl.Result, error) {
+func redraftStale(s *scope, what string) outcome {
 	msg := fmt.Sprintf("target(s) changed since the plan was reviewed: %s; drafted a fresh plan", what)
 	s.note(corev1.EventTypeWarning, advisorv1alpha1.ReasonPlanStale, "%s", msg)
-	return r.draft(ctx, s, draftCause{by: byOperator, reason: advisorv1alpha1.ReasonPlanStale, message: msg,
+	return redraft(draftCause{by: byOperator, reason: advisorv1alpha1.ReasonPlanStale, message: msg,
 		review: advisorv1alpha1.ReasonPlanStale}, nil)
 }
 
 // execute takes one step of the plan (rule 5): apply or check the health of the first
 // unfinished item in execution order (rule 6; see batch.Order), or a step of the batch
 // of items that roll out to nodes. Each step is persisted before the next one acts.
-func (r *VirtPlatformConfigReconciler) execute(ctx context.Context, s *scope) (ctrl.Result, error) {
+func (r *VirtPlatformConfigReconciler) execute(ctx context.Context, s *scope) (outcome, error) {
 	st := &s.vpc.Status
 	i := nextItem(s)
 	if i < 0 {
-		return r.finishExecution(ctx, s)
+		return goOn(finishHandler), nil
 	}
 	if s.vpc.Spec.Action != advisorv1alpha1.ActionApply {
 		// The approval was withdrawn: stop before anything else is written.
@@ -188,7 +187,7 @@ func appliedInThisExecution(s *scope, it advisorv1alpha1.PlanItem) bool {
 // applyItem writes item i through the write gate, with the item as the profile renders it
 // now (a release and a drift correction are not rendered, see below). stop is set when the
 // step ends here (stale, failed, refused, redrafted).
-func (r *VirtPlatformConfigReconciler) applyItem(ctx context.Context, s *scope, i int) (ctrl.Result, bool, error) {
+func (r *VirtPlatformConfigReconciler) applyItem(ctx context.Context, s *scope, i int) (outcome, bool, error) {
 	item := &s.vpc.Status.Items[i]
 	var rendered *plan.Item
 	// A drift correction restores what an approved execution applied (its desired state
@@ -198,18 +197,16 @@ func (r *VirtPlatformConfigReconciler) applyItem(ctx context.Context, s *scope, 
 		done := r.render(ctx, s)
 		if done.err != nil {
 			if profiles.IsPrerequisiteError(done.err) {
-				res, err := r.redraftInputs(ctx, s, "the profile cannot be rendered any more: "+done.err.Error(), done)
-				return res, true, err
+				return redraftInputs("the profile cannot be rendered any more: "+done.err.Error(), done), true, nil
 			}
-			return ctrl.Result{}, true, fmt.Errorf("render profile %s before applying %s: %w", s.vpc.Spec.Profile, item.Name, done.err)
+			return outcome{}, true, fmt.Errorf("render profile %s before applying %s: %w", s.vpc.Spec.Profile, item.Name, done.err)
 		}
 		var err error
 		if rendered, err = plan.RenderedItem(done.items, item.Name); err != nil {
-			return ctrl.Result{}, true, err
+			return outcome{}, true, err
 		}
 		if rendered == nil {
-			res, err := r.redraftInputs(ctx, s, fmt.Sprintf("the profile no longer renders item %s", item.Name), done)
-			return res, true, err
+			return redraftInputs(fmt.Sprintf("the profile no longer renders item %s", item.Name), done), true, nil
 		}
 	}
 	out, refused, err := r.writeItem(ctx, s, i, rendered)
@@ -224,20 +221,18 @@ func (r *VirtPlatformConfigReconciler) applyItem(ctx context.Context, s *scope, 
 			metrics.Applied(false)
 			return r.failItem(s, i, plan.FailureMessage(*item, err)), true, nil
 		}
-		return ctrl.Result{}, true, err
+		return outcome{}, true, err
 	}
 	switch {
 	case out.Unmanaged:
 		s.setItemState(i, advisorv1alpha1.ItemSkipped, fmt.Sprintf("not written: %s %s carries %s: %s, set right before the write",
 			item.TargetRef.Kind, item.TargetRef.Name, plan.ModeAnnotation, plan.ModeUnmanaged))
 		s.noteItem(item.Name, corev1.EventTypeNormal, advisorv1alpha1.EventItemUnmanaged, "item %s: %s", item.Name, item.Message)
-		return ctrl.Result{RequeueAfter: immediately}, true, nil
+		return nextStep, true, nil
 	case out.Outdated:
-		res, err := r.redraftInputs(ctx, s, fmt.Sprintf("what the profile renders for item %s now differs from the approved plan", item.Name), nil)
-		return res, true, err
+		return redraftInputs(fmt.Sprintf("what the profile renders for item %s now differs from the approved plan", item.Name), nil), true, nil
 	case out.Stale:
-		res, err := r.redraftStale(ctx, s, fmt.Sprintf("%s: %s", describeItem(*item), out.StaleReason))
-		return res, true, err
+		return redraftStale(s, fmt.Sprintf("%s: %s", describeItem(*item), out.StaleReason)), true, nil
 	case out.Released:
 		s.noteItem(item.Name, corev1.EventTypeNormal, advisorv1alpha1.EventItemReleased, "released %s %s: its values are left as they are, this profile's fields are handed back and it is no longer watched",
 			item.TargetRef.Kind, item.TargetRef.Name)
@@ -266,12 +261,12 @@ func (r *VirtPlatformConfigReconciler) applyItem(ctx context.Context, s *scope, 
 	}
 	t := s.now
 	item.WaitingSince = &t
-	return ctrl.Result{}, false, nil
+	return outcome{}, false, nil
 }
 
 // checkItemHealth waits for an applied item to take effect; a healthy item is Completed
 // and the next one prepared in the same step.
-func (r *VirtPlatformConfigReconciler) checkItemHealth(ctx context.Context, s *scope, i int) (ctrl.Result, error) {
+func (r *VirtPlatformConfigReconciler) checkItemHealth(ctx context.Context, s *scope, i int) (outcome, error) {
 	st := &s.vpc.Status
 	item := &st.Items[i]
 	var timeout time.Duration
@@ -281,13 +276,13 @@ func (r *VirtPlatformConfigReconciler) checkItemHealth(ctx context.Context, s *s
 	since := item.WaitingSince.Time
 	h, err := r.Engine.CheckHealth(ctx, *item, since, timeout, s.now.Time)
 	if err != nil {
-		return ctrl.Result{}, err
+		return outcome{}, err
 	}
 	switch h.State {
 	case plan.Healthy:
 		metrics.ItemSettled(s.now.Sub(since).Seconds())
 		s.setItemState(i, advisorv1alpha1.ItemCompleted, h.Message)
-		return r.afterItem(ctx, s)
+		return goOn(executeHandler), nil
 	case plan.Unhealthy:
 		metrics.ItemSettled(s.now.Sub(since).Seconds())
 		return r.failItem(s, i, h.Message), nil
@@ -299,21 +294,11 @@ func (r *VirtPlatformConfigReconciler) checkItemHealth(ctx context.Context, s *s
 			wait = max(left, time.Millisecond)
 		}
 	}
-	return ctrl.Result{RequeueAfter: wait}, nil
-}
-
-// afterItem goes on after an item finished: the same step takes the next item, or
-// finishes the execution. The finished item is persisted with the status the write gate
-// writes before the next item's write (rule 12), or at the end of the step.
-func (r *VirtPlatformConfigReconciler) afterItem(ctx context.Context, s *scope) (ctrl.Result, error) {
-	if nextItem(s) < 0 {
-		return r.finishExecution(ctx, s)
-	}
-	return r.execute(ctx, s)
+	return waitFor(wait), nil
 }
 
 // pause stops execution before item i because the approval was withdrawn.
-func (r *VirtPlatformConfigReconciler) pause(s *scope, i int) ctrl.Result {
+func (r *VirtPlatformConfigReconciler) pause(s *scope, i int) outcome {
 	st := &s.vpc.Status
 	return r.awaitApproval(s, advisorv1alpha1.ReasonPaused, fmt.Sprintf(
 		"spec.action is %s: execution paused at item %s with %d of %d items completed; set spec.action to Apply to resume",
@@ -322,12 +307,12 @@ func (r *VirtPlatformConfigReconciler) pause(s *scope, i int) ctrl.Result {
 
 // failItem fails item i; under Abort the plan stops there and its retry needs a fresh
 // approval, under Continue it goes on.
-func (r *VirtPlatformConfigReconciler) failItem(s *scope, i int, message string) ctrl.Result {
+func (r *VirtPlatformConfigReconciler) failItem(s *scope, i int, message string) outcome {
 	it := s.vpc.Status.Items[i]
 	s.setItemState(i, advisorv1alpha1.ItemFailed, message)
 	s.noteItem(it.Name, corev1.EventTypeWarning, advisorv1alpha1.EventItemFailed, "item %s failed: %s", it.Name, message)
 	if s.vpc.Spec.FailurePolicy == advisorv1alpha1.FailurePolicyContinue {
-		return ctrl.Result{RequeueAfter: immediately}
+		return nextStep
 	}
 	// The retry is a plan of its own: an approval given for the failed run does not
 	// approve running it again.
@@ -337,7 +322,7 @@ func (r *VirtPlatformConfigReconciler) failItem(s *scope, i int, message string)
 	s.setPhase(advisorv1alpha1.PhaseFailed, advisorv1alpha1.ReasonItemFailed, fmt.Sprintf(
 		"item %s failed: %s. The items after it were not applied (failurePolicy Abort). "+
 			"Fix the cause, then approve the retry: %s", it.Name, message, cmd))
-	return ctrl.Result{}
+	return outcome{}
 }
 
 // finishExecution ends an execution. An applied target may have been changed out of band
@@ -346,34 +331,36 @@ func (r *VirtPlatformConfigReconciler) failItem(s *scope, i int, message string)
 // as for a completed plan), never Completed first. What the plan was rendered from may
 // have changed too (a pool rolling out changes the pool): the inputs are compared now, so
 // the completed config starts idle, or redrafts when the profile renders differently.
-func (r *VirtPlatformConfigReconciler) finishExecution(ctx context.Context, s *scope) (ctrl.Result, error) {
+func (r *VirtPlatformConfigReconciler) finishExecution(ctx context.Context, s *scope) (outcome, error) {
 	if s.vpc.Spec.Revert {
-		return r.finishRevert(s), nil
+		r.finishRevert(s)
+		return outcome{}, nil
 	}
 	d, err := r.refreshDrift(ctx, s)
 	if err != nil {
-		return ctrl.Result{}, err
+		return outcome{}, err
 	}
 	if _, redraft := d.redraft(); redraft || d.unavailable != "" || len(d.drifted) > 0 {
-		return r.judgeApplied(ctx, s, d)
+		return outcome{then: judgeHandler, drift: d}, nil
 	}
 	if s.approvalStatus().CorrectionsOnly {
 		// Items that propose something new were passed over: they still wait for review.
-		return r.settle(ctx, s, nil)
+		return outcome{then: settleHandler, drifted: nil}, nil
 	}
 	changed, _, err := r.inputsChanged(ctx, s)
 	if err != nil {
-		return ctrl.Result{}, err
+		return outcome{}, err
 	}
-	res := r.completeExecution(s)
+	r.completeExecution(s)
 	if changed {
-		// Judged by the completed plan's watch, which looks at drift first.
-		res.RequeueAfter = immediately
+		// Judged by the completed plan's watch, which looks at drift first, in the next
+		// step.
+		return nextStep, nil
 	}
-	return res, nil
+	return outcome{}, nil
 }
 
-func (r *VirtPlatformConfigReconciler) completeExecution(s *scope) ctrl.Result {
+func (r *VirtPlatformConfigReconciler) completeExecution(s *scope) {
 	s.noApprovalNeeded()
 	var failed []string
 	for _, it := range s.vpc.Status.Items {
@@ -384,10 +371,9 @@ func (r *VirtPlatformConfigReconciler) completeExecution(s *scope) ctrl.Result {
 	if len(failed) > 0 {
 		s.setPhase(advisorv1alpha1.PhaseCompletedWithErrors, advisorv1alpha1.ReasonItemsFailed, fmt.Sprintf(
 			"%d of %d item(s) failed: %s; see their messages", len(failed), len(s.vpc.Status.Items), strings.Join(failed, ", ")))
-		return ctrl.Result{}
+		return
 	}
 	s.setPhase(advisorv1alpha1.PhaseCompleted, advisorv1alpha1.ReasonApplied, "every item is applied and took effect; watching the targets for drift")
-	return ctrl.Result{}
 }
 
 func countState(items []advisorv1alpha1.PlanItem, state advisorv1alpha1.ItemState) int {

@@ -3,11 +3,13 @@ package controller
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -230,10 +232,18 @@ func (r *VirtPlatformConfigReconciler) patchPool(ctx context.Context, pool *unst
 		return err
 	}
 	if err := r.Client.Patch(ctx, pool, client.RawPatch(types.MergePatchType, body), client.FieldOwner(poolFieldManager)); err != nil {
+		if apierrors.IsConflict(err) {
+			// The Machine Config Operator writes the pool all the time: the pause is
+			// decided again on a fresh read.
+			return fmt.Errorf("write the pause of MachineConfigPool %s: %w: %w", pool.GetName(), errPoolConflict, err)
+		}
 		return fmt.Errorf("write the pause of MachineConfigPool %s: %w", pool.GetName(), err)
 	}
 	return nil
 }
+
+// errPoolConflict: a pool changed between its read and the write of its pause.
+var errPoolConflict = errors.New("the MachineConfigPool changed since it was read")
 
 // poolFieldManager is the field manager of the operator's pool pauses, shared by every
 // profile: a pause is shared by the configs that need it.

@@ -12,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/util/retry"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -34,16 +33,16 @@ import (
 // operator for other configs' batches is shared, a pool paused by somebody else is left
 // to them (the rollout waits until they resume it). The pause is recorded before it is
 // written. A pool that does not exist holds no pause: the rollout's check fails its items.
-func (r *VirtPlatformConfigReconciler) pausePool(ctx context.Context, s *scope, k int) (ctrl.Result, error) {
+func (r *VirtPlatformConfigReconciler) pausePool(ctx context.Context, s *scope, k int) (outcome, error) {
 	st := &s.vpc.Status
 	ro := &st.Rollouts[k]
 	pool, err := targets.GetPool(ctx, r.APIReader, ro.Pool)
 	if apierrors.IsNotFound(err) {
 		ro.PauseState = advisorv1alpha1.PauseResumed
-		return ctrl.Result{RequeueAfter: immediately}, nil
+		return nextStep, nil
 	}
 	if err != nil {
-		return ctrl.Result{}, err
+		return outcome{}, err
 	}
 	holders := targets.PausedBy(pool)
 	switch {
@@ -54,16 +53,16 @@ func (r *VirtPlatformConfigReconciler) pausePool(ctx context.Context, s *scope, 
 			t := s.now
 			ro.PausedAt = &t
 		}
-		return ctrl.Result{RequeueAfter: immediately}, nil
+		return nextStep, nil
 	case targets.PoolPaused(pool) && len(holders) == 0:
 		ro.PauseState = advisorv1alpha1.PauseExternal
 		s.note(corev1.EventTypeNormal, advisorv1alpha1.ReasonAwaitingPool,
 			"MachineConfigPool %s was paused by somebody else: the batch is applied and rolls out once they resume it", ro.Pool)
-		return ctrl.Result{RequeueAfter: immediately}, nil
+		return nextStep, nil
 	}
 	others, err := r.othersNeedingPause(ctx, s.vpc.Name, ro.Pool)
 	if err != nil {
-		return ctrl.Result{}, err
+		return outcome{}, err
 	}
 	ro.PauseState = advisorv1alpha1.PausePausing
 	t := s.now
@@ -72,32 +71,32 @@ func (r *VirtPlatformConfigReconciler) pausePool(ctx context.Context, s *scope, 
 		if why != nil {
 			return r.refusePoolWrite(s, ro.Pool, why), nil
 		}
-		return ctrl.Result{}, err
+		return outcome{}, err
 	}
 	ro = &s.vpc.Status.Rollouts[k]
 	ro.PauseState = advisorv1alpha1.PausePaused
 	metrics.PoolPaused(ro.Pool, ro.PausedAt.Time)
 	s.note(corev1.EventTypeNormal, advisorv1alpha1.EventPoolPaused,
 		"paused MachineConfigPool %s to roll out %s at once", ro.Pool, strings.Join(ro.Items, ", "))
-	return ctrl.Result{RequeueAfter: immediately}, nil
+	return nextStep, nil
 }
 
 // releasePauses gives back a pause the config holds when the execution is not at its batch
 // any more (completed, failed, paused, redrafted, ignored): the batch gives its pauses back
 // itself (giveBackPauses). acted is set when it gave one back; it is called again until it
 // gives none.
-func (r *VirtPlatformConfigReconciler) releasePauses(ctx context.Context, s *scope) (ctrl.Result, bool, error) {
+func (r *VirtPlatformConfigReconciler) releasePauses(ctx context.Context, s *scope) (outcome, bool, error) {
 	if inBatch(s) {
-		return ctrl.Result{}, false, nil
+		return outcome{}, false, nil
 	}
 	return r.giveBackPauses(ctx, s)
 }
 
 // giveBackPauses gives back a pause the config holds, unless items of its batch are still
 // to be applied.
-func (r *VirtPlatformConfigReconciler) giveBackPauses(ctx context.Context, s *scope) (ctrl.Result, bool, error) {
+func (r *VirtPlatformConfigReconciler) giveBackPauses(ctx context.Context, s *scope) (outcome, bool, error) {
 	if batchPending(s) {
-		return ctrl.Result{}, false, nil
+		return outcome{}, false, nil
 	}
 	for k, ro := range s.vpc.Status.Rollouts {
 		if !batch.HoldsPause(ro) {
@@ -106,7 +105,7 @@ func (r *VirtPlatformConfigReconciler) giveBackPauses(ctx context.Context, s *sc
 		res, err := r.resumePool(ctx, s, k)
 		return res, true, err
 	}
-	return ctrl.Result{}, false, nil
+	return outcome{}, false, nil
 }
 
 // owesPause tells whether the config holds a pause its batch no longer needs: the step
@@ -118,24 +117,24 @@ func owesPause(s *scope) bool {
 
 // resumePool gives back rollout k's pause: the pool is resumed unless another config
 // still needs it paused. A pool that no longer exists holds no pause.
-func (r *VirtPlatformConfigReconciler) resumePool(ctx context.Context, s *scope, k int) (ctrl.Result, error) {
+func (r *VirtPlatformConfigReconciler) resumePool(ctx context.Context, s *scope, k int) (outcome, error) {
 	st := &s.vpc.Status
 	ro := &st.Rollouts[k]
 	pool, err := targets.GetPool(ctx, r.APIReader, ro.Pool)
 	if err != nil && !apierrors.IsNotFound(err) {
-		return ctrl.Result{}, err
+		return outcome{}, err
 	}
 	if pool == nil || !slices.Contains(targets.PausedBy(pool), s.vpc.Name) {
 		ro.PauseState = advisorv1alpha1.PauseResumed
 		metrics.PoolResumed(ro.Pool)
-		return ctrl.Result{RequeueAfter: immediately}, nil
+		return nextStep, nil
 	}
 	ro.PauseState = advisorv1alpha1.PauseResuming
 	if _, err := r.givePauseBack(ctx, s, s.vpc.Name, pool); err != nil {
-		return ctrl.Result{}, err
+		return outcome{}, err
 	}
 	s.vpc.Status.Rollouts[k].PauseState = advisorv1alpha1.PauseResumed
-	return ctrl.Result{RequeueAfter: immediately}, nil
+	return nextStep, nil
 }
 
 // givePauseBack removes config from the configs pool names and resumes the pool unless

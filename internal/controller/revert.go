@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	ctrl "sigs.k8s.io/controller-runtime"
-
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
 	"github.com/kubevirt/virt-advisor-operator/internal/plan"
 )
@@ -35,26 +33,26 @@ func revertCause(s *scope) *draftCause {
 }
 
 // draftRevert drafts the revert plan from status.replaced and shows it for review.
-func (r *VirtPlatformConfigReconciler) draftRevert(ctx context.Context, s *scope, cause draftCause) (ctrl.Result, error) {
+func (r *VirtPlatformConfigReconciler) draftRevert(ctx context.Context, s *scope, cause draftCause) (outcome, error) {
 	st := &s.vpc.Status
 	p, replaced, err := r.Engine.DraftRevert(ctx, plan.RevertRequest{Profile: s.profileName(), Records: st.Replaced, Revision: st.PlanRevision + 1})
 	if err != nil {
-		return ctrl.Result{}, err
+		return outcome{}, err
 	}
 	// The records as the plan was drafted from them: a Delete item is drafted again from
 	// its record right before the write, and deletes only the object the record names.
 	st.Replaced = replaced
 	r.install(s, p, st.PlanRevision+1)
 	if err := r.forecast(ctx, s, nil); err != nil {
-		return ctrl.Result{}, err
+		return outcome{}, err
 	}
 	cause.showFirst = true
-	return r.review(ctx, s, cause)
+	return outcome{then: reviewHandler, cause: cause}, nil
 }
 
 // finishRevert ends a revert plan whose items are all done (or that had nothing to do):
 // the records of the targets put back are dropped, and nothing is watched any more.
-func (r *VirtPlatformConfigReconciler) finishRevert(s *scope) ctrl.Result {
+func (r *VirtPlatformConfigReconciler) finishRevert(s *scope) {
 	st := &s.vpc.Status
 	s.noApprovalNeeded()
 	var failed []string
@@ -86,5 +84,4 @@ func (r *VirtPlatformConfigReconciler) finishRevert(s *scope) ctrl.Result {
 			"the revert plan was executed: %d target(s) are back as they were before this profile's executions and no longer watched; "+
 				"set spec.revert to false to draft the profile's plan again, for review", countState(st.Items, advisorv1alpha1.ItemCompleted)))
 	}
-	return ctrl.Result{}
 }

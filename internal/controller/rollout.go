@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	ctrl "sigs.k8s.io/controller-runtime"
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
 	"github.com/kubevirt/virt-advisor-operator/internal/batch"
@@ -55,7 +54,18 @@ func executionBatch(st *advisorv1alpha1.VirtPlatformConfigStatus) []int {
 // pools, applying its items and resuming the pools, then judging the rollouts. What one
 // write did is persisted with the status the write gate writes before the next write
 // (rule 12), or at the end of the step.
-func (r *VirtPlatformConfigReconciler) executeBatch(ctx context.Context, s *scope) (ctrl.Result, error) {
+func (r *VirtPlatformConfigReconciler) executeBatch(ctx context.Context, s *scope) (outcome, error) {
+	for {
+		o, more, err := r.batchStep(ctx, s)
+		if !more || err != nil {
+			return o, err
+		}
+	}
+}
+
+// batchStep takes one step of the batch: a gate, a pause, a write, the render wait or the
+// rollouts' health. more is set when the batch goes on in the same step.
+func (r *VirtPlatformConfigReconciler) batchStep(ctx context.Context, s *scope) (outcome, bool, error) {
 	st := &s.vpc.Status
 	items := executionBatch(st)
 	// The batch started once a pause was taken or an item of it was applied in this
@@ -64,13 +74,13 @@ func (r *VirtPlatformConfigReconciler) executeBatch(ctx context.Context, s *scop
 		slices.ContainsFunc(items, func(i int) bool { return st.Items[i].State == advisorv1alpha1.ItemInProgress })
 	if !started {
 		if res, held, err := r.holdBatch(ctx, s); held || err != nil {
-			return res, err
+			return res, false, err
 		}
 	}
 	for k, ro := range st.Rollouts {
 		if ro.Pause && len(ro.Items) > 0 && (ro.PauseState == "" || ro.PauseState == advisorv1alpha1.PausePausing) && batchPending(s) {
 			res, err := r.pausePool(ctx, s, k)
-			return r.goOnWithBatch(ctx, s, res, err)
+			return batchGoesOn(res, err)
 		}
 	}
 	for _, i := range items {
@@ -78,7 +88,7 @@ func (r *VirtPlatformConfigReconciler) executeBatch(ctx context.Context, s *scop
 			s.setItemState(i, advisorv1alpha1.ItemPending, "applying")
 			res, stop, err := r.applyItem(ctx, s, i)
 			if stop || err != nil {
-				return res, err
+				return res, false, err
 			}
 			it := &st.Items[i]
 			it.WaitingSince = nil
@@ -87,16 +97,17 @@ func (r *VirtPlatformConfigReconciler) executeBatch(ctx context.Context, s *scop
 				msg += " in MachineConfigPool " + strings.Join(pools, ", MachineConfigPool ")
 			}
 			s.setItemState(i, advisorv1alpha1.ItemInProgress, msg)
-			return r.executeBatch(ctx, s)
+			return outcome{}, true, nil
 		}
 	}
 	if res, waiting, err := r.awaitRender(ctx, s, items); waiting || err != nil {
-		return res, err
+		return res, false, err
 	}
 	if res, acted, err := r.giveBackPauses(ctx, s); acted || err != nil {
-		return r.goOnWithBatch(ctx, s, res, err)
+		return batchGoesOn(res, err)
 	}
-	return r.checkBatch(ctx, s, items)
+	o, err := r.checkBatch(ctx, s, items)
+	return o, false, err
 }
 
 // inBatch tells whether the execution is at its batch: the batch then takes and gives
@@ -115,7 +126,7 @@ func inBatch(s *scope) bool {
 // resumed earlier, a pool would roll out part of the batch, then the rest, and its nodes
 // would reboot twice. A degraded pool is not waited for (its items fail when it is
 // judged); a pool that has not rendered the batch within waitTimeout of its pause fails it.
-func (r *VirtPlatformConfigReconciler) awaitRender(ctx context.Context, s *scope, items []int) (ctrl.Result, bool, error) {
+func (r *VirtPlatformConfigReconciler) awaitRender(ctx context.Context, s *scope, items []int) (outcome, bool, error) {
 	st := &s.vpc.Status
 	var timeout time.Duration
 	if s.vpc.Spec.WaitTimeout != nil {
@@ -135,7 +146,7 @@ func (r *VirtPlatformConfigReconciler) awaitRender(ctx context.Context, s *scope
 			}
 			obj, err := plan.DesiredObject(it)
 			if err != nil {
-				return ctrl.Result{}, true, err
+				return outcome{}, true, err
 			}
 			objs = append(objs, obj)
 		}
@@ -144,14 +155,14 @@ func (r *VirtPlatformConfigReconciler) awaitRender(ctx context.Context, s *scope
 			continue
 		}
 		if err != nil {
-			return ctrl.Result{}, true, err
+			return outcome{}, true, err
 		}
 		if !slices.Contains(targets.PausedBy(pool), s.vpc.Name) || targets.PoolDegraded(pool) {
 			continue
 		}
 		rendered, msg, err := targets.BatchRendered(ctx, r.APIReader, pool, objs)
 		if err != nil {
-			return ctrl.Result{}, true, err
+			return outcome{}, true, err
 		}
 		if rendered {
 			continue
@@ -168,7 +179,7 @@ func (r *VirtPlatformConfigReconciler) awaitRender(ctx context.Context, s *scope
 		waiting = append(waiting, msg)
 	}
 	if len(waiting) == 0 {
-		return ctrl.Result{}, false, nil
+		return outcome{}, false, nil
 	}
 	msg := "applied; the pool is resumed once it has rendered the whole batch: " + strings.Join(waiting, "; ")
 	for _, i := range items {
@@ -176,22 +187,19 @@ func (r *VirtPlatformConfigReconciler) awaitRender(ctx context.Context, s *scope
 			st.Items[i].Message = msg
 		}
 	}
-	return ctrl.Result{RequeueAfter: wait}, true, nil
+	return waitFor(wait), true, nil
 }
 
-// goOnWithBatch goes on with the batch in the same step after a pool's pause was taken or
-// given back, unless that stopped the step (a refused write, an error).
-func (r *VirtPlatformConfigReconciler) goOnWithBatch(ctx context.Context, s *scope, res ctrl.Result, err error) (ctrl.Result, error) {
-	if err != nil || res.RequeueAfter != immediately {
-		return res, err
-	}
-	return r.executeBatch(ctx, s)
+// batchGoesOn goes on with the batch in the same step after a pool's pause was taken or
+// given back; a wait or an error ends the step.
+func batchGoesOn(o outcome, err error) (outcome, bool, error) {
+	return o, err == nil && o.next, err
 }
 
 // holdBatch holds the batch before it starts while it is not safe to roll out: outside
 // the maintenance window, while the cluster upgrades, while a pool it rolls out in is
 // busy with another change.
-func (r *VirtPlatformConfigReconciler) holdBatch(ctx context.Context, s *scope) (ctrl.Result, bool, error) {
+func (r *VirtPlatformConfigReconciler) holdBatch(ctx context.Context, s *scope) (outcome, bool, error) {
 	res, held, err := r.batchGate(ctx, s)
 	if held && err == nil {
 		// What another batch handed over is given back: this one takes its own pause once
@@ -202,7 +210,7 @@ func (r *VirtPlatformConfigReconciler) holdBatch(ctx context.Context, s *scope) 
 }
 
 // batchGate is the first gate that holds the batch now, if any (see holdBatch).
-func (r *VirtPlatformConfigReconciler) batchGate(ctx context.Context, s *scope) (ctrl.Result, bool, error) {
+func (r *VirtPlatformConfigReconciler) batchGate(ctx context.Context, s *scope) (outcome, bool, error) {
 	if w := s.vpc.Spec.MaintenanceWindow; w != nil {
 		win, err := schedule.Parse(w.Schedule, w.Duration.Duration, w.TimeZone)
 		if err != nil {
@@ -210,24 +218,24 @@ func (r *VirtPlatformConfigReconciler) batchGate(ctx context.Context, s *scope) 
 			// nothing of the batch starts until it is fixed.
 			s.setPhase(advisorv1alpha1.PhaseInProgress, advisorv1alpha1.ReasonInvalidMaintenanceWindow,
 				fmt.Sprintf("the items that roll out to nodes wait: spec.maintenanceWindow: %v: fix it to go on", err))
-			return ctrl.Result{}, true, nil
+			return outcome{}, true, nil
 		}
 		if open, _ := win.Open(s.now.Time); !open {
 			next := win.Next(s.now.Time)
 			s.setPhase(advisorv1alpha1.PhaseInProgress, advisorv1alpha1.ReasonAwaitingMaintenanceWindow, fmt.Sprintf(
 				"the items that roll out to nodes wait for the maintenance window: the next one starts %s (in %s)",
 				next.Format(time.RFC3339), schedule.Until(s.now.Time, next)))
-			return ctrl.Result{RequeueAfter: max(next.Sub(s.now.Time), time.Second)}, true, nil
+			return waitFor(max(next.Sub(s.now.Time), time.Second)), true, nil
 		}
 	}
 	upgrading, msg, err := targets.ClusterUpgrading(ctx, r.APIReader)
 	if err != nil {
-		return ctrl.Result{}, true, err
+		return outcome{}, true, err
 	}
 	if upgrading {
 		s.setPhase(advisorv1alpha1.PhaseInProgress, advisorv1alpha1.ReasonAwaitingClusterUpgrade, fmt.Sprintf(
 			"the items that roll out to nodes wait until the cluster upgrade in flight ends (ClusterVersion version is Progressing: %s)", msg))
-		return ctrl.Result{RequeueAfter: r.pollInterval()}, true, nil
+		return waitFor(r.pollInterval()), true, nil
 	}
 	var busy []string
 	for _, ro := range s.vpc.Status.Rollouts {
@@ -239,7 +247,7 @@ func (r *VirtPlatformConfigReconciler) batchGate(ctx context.Context, s *scope) 
 			continue // nothing rolls out in it: the items' health check says so
 		}
 		if err != nil {
-			return ctrl.Result{}, true, err
+			return outcome{}, true, err
 		}
 		if why := targets.PoolBusy(pool); why != "" {
 			busy = append(busy, why)
@@ -248,16 +256,16 @@ func (r *VirtPlatformConfigReconciler) batchGate(ctx context.Context, s *scope) 
 	if len(busy) > 0 {
 		s.setPhase(advisorv1alpha1.PhaseInProgress, advisorv1alpha1.ReasonAwaitingPool, fmt.Sprintf(
 			"the items that roll out to nodes wait: %s", strings.Join(busy, "; ")))
-		return ctrl.Result{RequeueAfter: r.pollInterval()}, true, nil
+		return waitFor(r.pollInterval()), true, nil
 	}
 	if s.vpc.Status.Conditions != nil && s.reason == "" {
 		s.setPhase(advisorv1alpha1.PhaseInProgress, advisorv1alpha1.ReasonExecuting, "rolling out the batch")
 	}
-	return ctrl.Result{}, false, nil
+	return outcome{}, false, nil
 }
 
 // refusePoolWrite stops at a pool write the gate refused, as refuseWrite does for items.
-func (r *VirtPlatformConfigReconciler) refusePoolWrite(s *scope, pool string, why *refusal) ctrl.Result {
+func (r *VirtPlatformConfigReconciler) refusePoolWrite(s *scope, pool string, why *refusal) outcome {
 	s.note(corev1.EventTypeWarning, advisorv1alpha1.EventWriteRefused, "MachineConfigPool %s was not written: %s", pool, why.condition)
 	switch why.reason {
 	case advisorv1alpha1.ReasonPlanIntegrity:
@@ -304,11 +312,11 @@ func (r *VirtPlatformConfigReconciler) startRollouts(ctx context.Context, s *sco
 // checkBatch judges the batch's rollouts once every item is applied and the pools are
 // resumed: the items complete together when every pool runs a configuration that holds
 // all of them. The wait of a pool paused by somebody else starts when they resume it.
-func (r *VirtPlatformConfigReconciler) checkBatch(ctx context.Context, s *scope, items []int) (ctrl.Result, error) {
+func (r *VirtPlatformConfigReconciler) checkBatch(ctx context.Context, s *scope, items []int) (outcome, error) {
 	st := &s.vpc.Status
 	paused, waitingFor, err := r.startRollouts(ctx, s)
 	if err != nil {
-		return ctrl.Result{}, err
+		return outcome{}, err
 	}
 	var timeout time.Duration
 	if s.vpc.Spec.WaitTimeout != nil {
@@ -333,7 +341,7 @@ func (r *VirtPlatformConfigReconciler) checkBatch(ctx context.Context, s *scope,
 		}
 		h, err := r.Engine.CheckHealth(ctx, *it, it.WaitingSince.Time, timeout, s.now.Time)
 		if err != nil {
-			return ctrl.Result{}, err
+			return outcome{}, err
 		}
 		switch h.State {
 		case plan.Healthy:
@@ -373,7 +381,7 @@ func (r *VirtPlatformConfigReconciler) checkBatch(ctx context.Context, s *scope,
 			}
 		}
 		batch.MeasureRollouts(st, s.now)
-		return r.afterItem(ctx, s)
+		return goOn(executeHandler), nil
 	}
 	wait := r.pollInterval()
 	if timeout > 0 {
@@ -386,7 +394,7 @@ func (r *VirtPlatformConfigReconciler) checkBatch(ctx context.Context, s *scope,
 			}
 		}
 	}
-	return ctrl.Result{RequeueAfter: wait}, nil
+	return waitFor(wait), nil
 }
 
 func boolOrder(b bool) int {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	ctrl "sigs.k8s.io/controller-runtime"
-
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
 	"github.com/kubevirt/virt-advisor-operator/internal/plan"
 	"github.com/kubevirt/virt-advisor-operator/internal/profiles"
@@ -16,7 +14,7 @@ import (
 // message text is no upgrade. A different plan is offered as CompletedWithUpgrade: the
 // applied items keep what they applied (drift is still watched), the changed ones wait
 // for an approval.
-func (r *VirtPlatformConfigReconciler) checkUpgrade(ctx context.Context, s *scope) (ctrl.Result, error) {
+func (r *VirtPlatformConfigReconciler) checkUpgrade(ctx context.Context, s *scope) (outcome, error) {
 	st := &s.vpc.Status
 	done := r.render(ctx, s)
 	if done.err != nil {
@@ -24,20 +22,20 @@ func (r *VirtPlatformConfigReconciler) checkUpgrade(ctx context.Context, s *scop
 			// The cluster lost something the profile needs; the drift check shows what it
 			// means for the targets. The upgrade check runs again on the next event.
 			st.OperatorVersion = r.Version
-			return r.watchApplied(ctx, s)
+			return goOn(watchHandler), nil
 		}
-		return ctrl.Result{}, fmt.Errorf("render profile %s for the upgrade check: %w", s.vpc.Spec.Profile, done.err)
+		return outcome{}, fmt.Errorf("render profile %s for the upgrade check: %w", s.vpc.Spec.Profile, done.err)
 	}
 	p, err := r.Engine.Draft(ctx, plan.Request{
 		Profile: s.profileName(), Items: done.items, Recorder: done.rec,
 		Revision: st.PlanRevision + 1, Previous: st.Items,
 	})
 	if err != nil {
-		return ctrl.Result{}, err
+		return outcome{}, err
 	}
 	if plan.DesiredHash(p.Items) == plan.DesiredHash(st.Items) {
 		st.OperatorVersion = r.Version
-		return r.watchApplied(ctx, s)
+		return goOn(watchHandler), nil
 	}
 	old := map[string]advisorv1alpha1.PlanItem{}
 	for _, it := range st.Items {
@@ -52,8 +50,8 @@ func (r *VirtPlatformConfigReconciler) checkUpgrade(ctx context.Context, s *scop
 	p.SnapshotHash = plan.CombinedSnapshotHash(p.Items)
 	r.install(s, p, st.PlanRevision+1)
 	if err := r.forecast(ctx, s, nil); err != nil {
-		return ctrl.Result{}, err
+		return outcome{}, err
 	}
 	s.recordDrafter(byOperator, advisorv1alpha1.ReasonUpgradeAvailable)
-	return r.settle(ctx, s, nil)
+	return outcome{then: settleHandler, drifted: nil}, nil
 }

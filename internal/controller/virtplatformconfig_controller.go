@@ -46,12 +46,10 @@ const (
 	// prerequisiteRecheck is how often a config whose prerequisites are missing looks
 	// again, besides reacting to CRD events.
 	prerequisiteRecheck = 5 * time.Minute
-	// immediately asks for the next step right after this one is persisted: Reconcile
-	// takes it at once, or the next reconcile does.
-	immediately = time.Nanosecond
 	// maxStepsPerReconcile bounds the steps one reconcile takes in a row, so one config
-	// never holds a worker for long.
+	// never holds a worker for long; yieldWorker is when it goes on after that.
 	maxStepsPerReconcile = 20
+	yieldWorker          = 100 * time.Millisecond
 )
 
 // VirtPlatformConfigReconciler runs the state machine of VirtPlatformConfigs.
@@ -99,23 +97,28 @@ type VirtPlatformConfigReconciler struct {
 // status written by somebody else meanwhile ends the reconcile: the next one starts
 // from a fresh read.
 func (r *VirtPlatformConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	vpc := &advisorv1alpha1.VirtPlatformConfig{}
-	if err := r.APIReader.Get(ctx, req.NamespacedName, vpc); err != nil {
-		if apierrors.IsNotFound(err) {
-			r.forget(req.Name)
-			return ctrl.Result{}, r.releaseDeleted(ctx, req.Name)
+	var vpc *advisorv1alpha1.VirtPlatformConfig
+	for steps := 0; steps < maxStepsPerReconcile; steps++ {
+		if vpc == nil {
+			vpc = &advisorv1alpha1.VirtPlatformConfig{}
+			err := r.APIReader.Get(ctx, req.NamespacedName, vpc)
+			if err != nil && !apierrors.IsNotFound(err) {
+				return ctrl.Result{}, fmt.Errorf("read VirtPlatformConfig %s: %w", req.Name, err)
+			}
+			if err != nil || !vpc.DeletionTimestamp.IsZero() {
+				// Deleting a config leaves its targets as they are: it never owned them.
+				// Only the pauses it holds are given back.
+				r.forget(req.Name)
+				err := r.releaseDeleted(ctx, req.Name)
+				if errors.Is(err, errPoolConflict) {
+					vpc = nil
+					continue
+				}
+				return ctrl.Result{}, err
+			}
 		}
-		return ctrl.Result{}, fmt.Errorf("read VirtPlatformConfig %s: %w", req.Name, err)
-	}
-	if !vpc.DeletionTimestamp.IsZero() {
-		// Deleting a config leaves its targets as they are: it never owned them. Only the
-		// pauses it holds are given back.
-		r.forget(req.Name)
-		return ctrl.Result{}, r.releaseDeleted(ctx, req.Name)
-	}
-	for steps := 0; ; steps++ {
 		s := r.newScope(vpc)
-		result, err := r.step(ctx, s)
+		o, err := r.run(ctx, s)
 		// A status write refused before an outside write ends the step as it is: nothing
 		// was written outside, and nothing is written again before a fresh read.
 		if !errors.Is(err, errStatusConflict) && !errors.Is(err, errConfigGone) {
@@ -123,28 +126,33 @@ func (r *VirtPlatformConfigReconciler) Reconcile(ctx context.Context, req ctrl.R
 				err = perr
 			}
 		}
+		if err == nil && !o.next {
+			err = r.settlePauses(ctx, s)
+		}
 		switch {
-		case errors.Is(err, errStatusConflict):
-			logf.FromContext(ctx).V(1).Info("the config changed since it was read; reconciling again", "config", req.Name)
-			return ctrl.Result{RequeueAfter: immediately}, nil
+		case errors.Is(err, errStatusConflict), errors.Is(err, errPoolConflict):
+			// The config or a pool changed since it was read: the step is taken again from
+			// a fresh read.
+			logf.FromContext(ctx).V(1).Info("an object changed since it was read; reading it again", "config", req.Name, "why", err.Error())
+			vpc = nil
 		case errors.Is(err, errConfigGone):
 			r.forget(req.Name)
 			return ctrl.Result{}, nil
-		case err != nil || result.RequeueAfter != immediately, steps == maxStepsPerReconcile:
-			if err == nil {
-				err = r.settlePauses(ctx, s)
-			}
-			if errors.Is(err, errStatusConflict) {
-				return ctrl.Result{RequeueAfter: immediately}, nil
-			}
-			return result, err
+		case err != nil:
+			return ctrl.Result{}, err
+		case o.next:
+			vpc = s.vpc
+		default:
+			return ctrl.Result{RequeueAfter: o.after}, nil
 		}
-		vpc = s.vpc
 	}
+	// The config took more steps in a row than one reconcile takes: the worker goes to the
+	// other configs, and this one goes on shortly.
+	return ctrl.Result{RequeueAfter: yieldWorker}, nil
 }
 
 // step dispatches on the phase. Every path ends in exactly one phase.
-func (r *VirtPlatformConfigReconciler) step(ctx context.Context, s *scope) (ctrl.Result, error) {
+func (r *VirtPlatformConfigReconciler) step(ctx context.Context, s *scope) (outcome, error) {
 	st := &s.vpc.Status
 	// Every way out of a batch gives its pool pauses back (completion, failure, a
 	// withdrawn approval, a redraft, Ignore).
@@ -155,7 +163,7 @@ func (r *VirtPlatformConfigReconciler) step(ctx context.Context, s *scope) (ctrl
 		// A spec change (DryRun, Ignore, a new approval) gives back what a pool names the
 		// config for without it holding or needing it.
 		if err := r.releaseUnheld(ctx, s, s.startPools, false); err != nil {
-			return ctrl.Result{}, err
+			return outcome{}, err
 		}
 	}
 	if s.vpc.Spec.Action == advisorv1alpha1.ActionIgnore {
@@ -173,7 +181,7 @@ func (r *VirtPlatformConfigReconciler) step(ctx context.Context, s *scope) (ctrl
 		st.PlanSpecHash = s.specHash
 		s.setPhase(advisorv1alpha1.PhaseFailed, advisorv1alpha1.ReasonUnknownProfile, fmt.Sprintf(
 			"this operator version does not implement profile %s: upgrade the virt advisor operator", s.vpc.Spec.Profile))
-		return ctrl.Result{}, nil
+		return outcome{}, nil
 	}
 	// Rule 1: any spec change other than action and approvedPlanHash redrafts the plan,
 	// whatever the phase, so a stale plan is never executed.
@@ -186,53 +194,53 @@ func (r *VirtPlatformConfigReconciler) step(ctx context.Context, s *scope) (ctrl
 		if rc := revertCause(s); rc != nil {
 			cause = *rc
 		}
-		return r.draft(ctx, s, cause, nil)
+		return redraft(cause, nil), nil
 	}
 	switch st.Phase {
 	case advisorv1alpha1.PhaseDrafting:
 		// A draft interrupted on its way (an API error, a restart) is drafted again; what
 		// approves the plan stays what it was (status.approval).
-		return r.draft(ctx, s, draftCause{by: resumed, reason: advisorv1alpha1.ReasonDrafting,
-			message: "drafting the plan again after an interruption", review: advisorv1alpha1.ReasonAwaitingApproval}, nil)
+		return redraft(draftCause{by: resumed, reason: advisorv1alpha1.ReasonDrafting,
+			message: "drafting the plan again after an interruption", review: advisorv1alpha1.ReasonAwaitingApproval}, nil), nil
 	case advisorv1alpha1.PhasePrerequisiteFailed:
 		if hasApplied(st.Items) {
 			// A target's kind went away after the plan was applied: see whether it is back.
-			return r.watchApplied(ctx, s)
+			return goOn(watchHandler), nil
 		}
-		return r.draft(ctx, s, draftCause{by: resumed, reason: advisorv1alpha1.ReasonPrerequisitesRechecked,
-			message: "checking the prerequisites again", review: advisorv1alpha1.ReasonAwaitingApproval}, nil)
+		return redraft(draftCause{by: resumed, reason: advisorv1alpha1.ReasonPrerequisitesRechecked,
+			message: "checking the prerequisites again", review: advisorv1alpha1.ReasonAwaitingApproval}, nil), nil
 	case advisorv1alpha1.PhaseReviewRequired:
 		return r.awaitReview(ctx, s)
 	case advisorv1alpha1.PhaseInProgress:
-		return r.execute(ctx, s)
+		return goOn(executeHandler), nil
 	case advisorv1alpha1.PhaseFailed:
 		return r.retry(ctx, s)
 	case advisorv1alpha1.PhaseCompleted, advisorv1alpha1.PhaseCompletedWithErrors,
 		advisorv1alpha1.PhaseCompletedWithUpgrade, advisorv1alpha1.PhaseDrifted:
 		if s.vpc.Spec.Revert {
-			return ctrl.Result{}, nil // a revert that ended with errors: its targets are not watched
+			return outcome{}, nil // a revert that ended with errors: its targets are not watched
 		}
-		return r.watchApplied(ctx, s)
+		return goOn(watchHandler), nil
 	}
-	return ctrl.Result{}, nil
+	return outcome{}, nil
 }
 
 // awaitReview waits in ReviewRequired for the approval. A change of what the plan was
 // rendered from redrafts it first, so what is approved is what the profile renders now.
-func (r *VirtPlatformConfigReconciler) awaitReview(ctx context.Context, s *scope) (ctrl.Result, error) {
+func (r *VirtPlatformConfigReconciler) awaitReview(ctx context.Context, s *scope) (outcome, error) {
 	if s.vpc.Spec.Revert {
 		// A revert plan is drafted from status.replaced, not rendered: a change of its
 		// targets makes it stale at approval (rule 4).
-		return r.awaitDecision(ctx, s)
+		return r.awaitDecision(s)
 	}
 	if changed, done, err := r.inputsChanged(ctx, s); err != nil || changed {
 		if err != nil {
-			return ctrl.Result{}, err
+			return outcome{}, err
 		}
-		return r.redraftInputs(ctx, s, "an object the plan was rendered from changed", done)
+		return redraftInputs("an object the plan was rendered from changed", done), nil
 	}
 	if s.approval() == approved {
-		return r.startExecution(ctx, s, true)
+		return outcome{then: startHandler, lock: true}, nil
 	}
 	// An approved plan is checked against the annotations by its apply; one waiting for
 	// review is redrafted when they change, so the plan shown is the one they ask for.
@@ -242,27 +250,27 @@ func (r *VirtPlatformConfigReconciler) awaitReview(ctx context.Context, s *scope
 			continue // the kind went away: the redraft at approval reports it
 		}
 		if err != nil {
-			return ctrl.Result{}, err
+			return outcome{}, err
 		}
 		if changed {
-			return r.redraftInputs(ctx, s, fmt.Sprintf("the user-control annotations of item %s's target changed", it.Name), nil)
+			return redraftInputs(fmt.Sprintf("the user-control annotations of item %s's target changed", it.Name), nil), nil
 		}
 	}
-	return r.awaitDecision(ctx, s)
+	return r.awaitDecision(s)
 }
 
 // awaitDecision is the part of awaitReview every plan goes through: the approval, or
 // what the config shows while it waits for one.
-func (r *VirtPlatformConfigReconciler) awaitDecision(ctx context.Context, s *scope) (ctrl.Result, error) {
+func (r *VirtPlatformConfigReconciler) awaitDecision(s *scope) (outcome, error) {
 	if s.approval() == approved {
-		return r.startExecution(ctx, s, true)
+		return outcome{then: startHandler, lock: true}, nil
 	}
 	if s.approval() == mismatched {
 		if !s.newGeneration && s.before.Status.PlanHash == s.vpc.Status.PlanHash {
 			// Neither the pin nor the plan changed since the mismatch was shown (the spec
 			// was observed with this plan): what it says, with why the plan changed under
 			// the pin, stays as it is.
-			return ctrl.Result{}, nil
+			return outcome{}, nil
 		}
 		return r.awaitMatchingPin(s, ""), nil
 	}
@@ -270,7 +278,7 @@ func (r *VirtPlatformConfigReconciler) awaitDecision(ctx context.Context, s *sco
 		// The spec changed without approving (the action is not Apply): say what approves.
 		return r.awaitApproval(s, advisorv1alpha1.ReasonAwaitingApproval, "review status.items[].diff"), nil
 	}
-	return ctrl.Result{}, nil
+	return outcome{}, nil
 }
 
 func hasApplied(items []advisorv1alpha1.PlanItem) bool {
@@ -284,13 +292,13 @@ func hasApplied(items []advisorv1alpha1.PlanItem) bool {
 
 // ignore pauses the config (rule 8): the plan is dropped so nothing can execute it, the
 // targets are no longer watched and nothing is written outside the config.
-func (r *VirtPlatformConfigReconciler) ignore(s *scope) (ctrl.Result, error) {
+func (r *VirtPlatformConfigReconciler) ignore(s *scope) (outcome, error) {
 	if s.vpc.Status.Phase != advisorv1alpha1.PhaseIgnored {
 		s.clearPlan()
 		s.setPhase(advisorv1alpha1.PhaseIgnored, advisorv1alpha1.ReasonActionIgnore,
 			"spec.action is Ignore: no plan, no writes, no drift handling; set it to DryRun to draft a plan")
 	}
-	return ctrl.Result{}, nil
+	return outcome{}, nil
 }
 
 func (r *VirtPlatformConfigReconciler) forget(name string) {

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -21,202 +20,6 @@ import (
 // (calculatePostConfigChangeAction and calculatePostConfigChangeNodeDisruptionAction in
 // pkg/daemon/update.go of openshift/machine-config-operator) and the node controller's
 // maxUnavailable (pkg/controller/node/node_controller.go).
-
-// NodeChange is what applying an item changes on the nodes of a pool that selects it.
-type NodeChange struct {
-	// Files are the paths of the files added, changed or removed.
-	Files []string
-	// Units are the names of the systemd units added, changed or removed.
-	Units []string
-	// KernelArgumentsAdded and KernelArgumentsRemoved are kernel arguments, one each.
-	KernelArgumentsAdded, KernelArgumentsRemoved []string
-	// ExtensionsAdded and ExtensionsRemoved are RHCOS extensions.
-	ExtensionsAdded, ExtensionsRemoved []string
-	// OSImage, KernelType and FIPS tell whether the OS image, the kernel type or FIPS
-	// mode change.
-	OSImage, KernelType, FIPS bool
-}
-
-// IsEmpty tells whether the change changes nothing on the nodes.
-func (c NodeChange) IsEmpty() bool {
-	return len(c.Files) == 0 && len(c.Units) == 0 &&
-		len(c.KernelArgumentsAdded) == 0 && len(c.KernelArgumentsRemoved) == 0 &&
-		len(c.ExtensionsAdded) == 0 && len(c.ExtensionsRemoved) == 0 &&
-		!c.OSImage && !c.KernelType && !c.FIPS
-}
-
-// ChangeOf is what replacing the content live with desired changes on a node (live is
-// empty when the MachineConfig is created).
-func ChangeOf(live, desired NodeContent) NodeChange {
-	var c NodeChange
-	for _, path := range sortedKeys(union(live.Files, desired.Files)) {
-		before, had := live.Files[path]
-		after, has := desired.Files[path]
-		if had != has || !equality.Semantic.DeepEqual(before, after) {
-			c.Files = append(c.Files, path)
-		}
-	}
-	for _, name := range sortedKeys(union(live.Units, desired.Units)) {
-		before, had := live.Units[name]
-		after, has := desired.Units[name]
-		if had != has || !equality.Semantic.DeepEqual(before, after) {
-			c.Units = append(c.Units, name)
-		}
-	}
-	c.KernelArgumentsAdded, c.KernelArgumentsRemoved = added(live.KernelArguments, desired.KernelArguments), added(desired.KernelArguments, live.KernelArguments)
-	c.ExtensionsAdded, c.ExtensionsRemoved = added(live.Extensions, desired.Extensions), added(desired.Extensions, live.Extensions)
-	c.OSImage = live.OSImageURL != desired.OSImageURL
-	c.KernelType = canonicalKernelType(live.KernelType) != canonicalKernelType(desired.KernelType)
-	c.FIPS = live.FIPS != desired.FIPS
-	return c
-}
-
-// KubeletConfigChange is what a change of a KubeletConfig changes on the nodes: the kubelet
-// configuration file of the MachineConfig the Machine Config Operator generates from it.
-func KubeletConfigChange() NodeChange {
-	return NodeChange{Files: []string{KubeletConfigFile}}
-}
-
-// ChangeOfObject is what applying desired in place of live (nil when desired is created)
-// changes on the nodes, for a MachineConfig or a KubeletConfig; empty for any other kind.
-func ChangeOfObject(live, desired *unstructured.Unstructured) (NodeChange, error) {
-	switch desired.GroupVersionKind().GroupKind() {
-	case MachineConfig.GroupKind():
-		var before NodeContent
-		if live != nil {
-			var err error
-			if before, err = ContentOf(live); err != nil {
-				return NodeChange{}, err
-			}
-		}
-		after, err := ContentOf(desired)
-		if err != nil {
-			return NodeChange{}, err
-		}
-		return ChangeOf(before, after), nil
-	case KubeletConfig.GroupKind():
-		if live != nil && equality.Semantic.DeepEqual(live.Object["spec"], desired.Object["spec"]) {
-			return NodeChange{}, nil
-		}
-		return KubeletConfigChange(), nil
-	}
-	return NodeChange{}, nil
-}
-
-// ChangeOfRemoval is what deleting live (nil: already gone) changes on the nodes of its
-// pools, for a MachineConfig or a KubeletConfig; empty for any other kind.
-func ChangeOfRemoval(live *unstructured.Unstructured) (NodeChange, error) {
-	if live == nil {
-		return NodeChange{}, nil
-	}
-	switch live.GroupVersionKind().GroupKind() {
-	case MachineConfig.GroupKind():
-		before, err := ContentOf(live)
-		if err != nil {
-			return NodeChange{}, err
-		}
-		return ChangeOf(before, NodeContent{}), nil
-	case KubeletConfig.GroupKind():
-		return KubeletConfigChange(), nil
-	}
-	return NodeChange{}, nil
-}
-
-// DisruptionPolicy is what the cluster's node disruption policy does on a change of a file
-// or a systemd unit: status.nodeDisruptionPolicyStatus.clusterPolicies of the
-// MachineConfiguration cluster, the cluster's defaults merged with the administrator's.
-type DisruptionPolicy struct {
-	Files []FileDisruptionPolicy
-	Units []UnitDisruptionPolicy
-}
-
-// FileDisruptionPolicy is the policy of a file, or of every file under a directory.
-type FileDisruptionPolicy struct {
-	Path    string
-	Actions []DisruptionAction
-}
-
-// UnitDisruptionPolicy is the policy of a systemd unit.
-type UnitDisruptionPolicy struct {
-	Name    string
-	Actions []DisruptionAction
-}
-
-// DisruptionAction is one action of a policy: Reboot, Drain, Reload, Restart, DaemonReload,
-// None or Special (the registries.conf handling, which drains for some changes), with the
-// service a Reload or Restart acts on.
-type DisruptionAction struct {
-	Type    string
-	Service string
-}
-
-// The action types of a node disruption policy.
-const (
-	ActionReboot  = "Reboot"
-	ActionDrain   = "Drain"
-	ActionNone    = "None"
-	ActionSpecial = "Special"
-)
-
-// DisruptionPolicyOf reads the node disruption policy of a MachineConfiguration; nil when
-// the Machine Config Operator has not reported one.
-func DisruptionPolicyOf(mc *unstructured.Unstructured) *DisruptionPolicy {
-	policies, found, _ := unstructured.NestedMap(mc.Object, "status", "nodeDisruptionPolicyStatus", "clusterPolicies")
-	if !found {
-		return nil
-	}
-	p := &DisruptionPolicy{}
-	files, _, _ := unstructured.NestedSlice(policies, "files")
-	for _, f := range files {
-		if m, ok := f.(map[string]any); ok {
-			path, _ := m["path"].(string)
-			p.Files = append(p.Files, FileDisruptionPolicy{Path: path, Actions: actionsOf(m)})
-		}
-	}
-	units, _, _ := unstructured.NestedSlice(policies, "units")
-	for _, u := range units {
-		if m, ok := u.(map[string]any); ok {
-			name, _ := m["name"].(string)
-			p.Units = append(p.Units, UnitDisruptionPolicy{Name: name, Actions: actionsOf(m)})
-		}
-	}
-	return p
-}
-
-func actionsOf(policy map[string]any) []DisruptionAction {
-	list, _, _ := unstructured.NestedSlice(policy, "actions")
-	var out []DisruptionAction
-	for _, a := range list {
-		m, ok := a.(map[string]any)
-		if !ok {
-			continue
-		}
-		action := DisruptionAction{}
-		action.Type, _ = m["type"].(string)
-		for _, key := range []string{"reload", "restart"} {
-			if service, found, _ := unstructured.NestedString(m, key, "serviceName"); found {
-				action.Service = service
-			}
-		}
-		out = append(out, action)
-	}
-	return out
-}
-
-// ReadDisruptionPolicy reads the node disruption policy of the MachineConfiguration cluster;
-// nil when the cluster serves no MachineConfiguration, has no object cluster, or its status
-// has no policy yet.
-func ReadDisruptionPolicy(ctx context.Context, reader client.Reader) (*DisruptionPolicy, error) {
-	obj := &unstructured.Unstructured{}
-	obj.SetGroupVersionKind(MachineConfiguration.GVK)
-	if err := reader.Get(ctx, client.ObjectKey{Name: "cluster"}, obj); err != nil {
-		if apierrors.IsNotFound(err) || meta.IsNoMatchError(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("read MachineConfiguration cluster: %w", err)
-	}
-	return DisruptionPolicyOf(obj), nil
-}
 
 // PoolForecast is the disruption a set of changes brings to one MachineConfigPool.
 type PoolForecast struct {
@@ -315,28 +118,6 @@ func effectsOf(c NodeChange, policy *DisruptionPolicy) []effect {
 	return out
 }
 
-// filePolicy is the policy of the file at path: the one of its own path, else of the
-// closest directory above it (FindClosestFilePolicyPathMatch); nil when none applies.
-func filePolicy(policy *DisruptionPolicy, path string) []DisruptionAction {
-	var match []DisruptionAction
-	length := -1
-	for _, p := range policy.Files {
-		if (path == p.Path || strings.HasPrefix(filepath.Clean(path), filepath.Clean(p.Path)+"/")) && len(p.Path) > length {
-			match, length = p.Actions, len(p.Path)
-		}
-	}
-	return match
-}
-
-func unitPolicy(policy *DisruptionPolicy, name string) []DisruptionAction {
-	for _, p := range policy.Units {
-		if p.Name == name {
-			return p.Actions
-		}
-	}
-	return nil
-}
-
 // policyEffect is what a change of what, whose policy has actions, takes: a change that no
 // policy covers reboots; Reboot and Drain drain, and so may Special (the registries.conf
 // handling drains for changes it cannot apply safely).
@@ -417,29 +198,6 @@ func MastersSchedulable(ctx context.Context, reader client.Reader) (bool, error)
 	}
 	schedulable, _, _ := unstructured.NestedBool(obj.Object, "spec", "mastersSchedulable")
 	return schedulable, nil
-}
-
-// added are the items of after that before lacks, in after's order.
-func added(before, after []string) []string {
-	have := setOf(before)
-	var out []string
-	for _, a := range after {
-		if !have[a] {
-			out = append(out, a)
-		}
-	}
-	return out
-}
-
-func union[V any](a, b map[string]V) map[string]bool {
-	out := map[string]bool{}
-	for k := range a {
-		out[k] = true
-	}
-	for k := range b {
-		out[k] = true
-	}
-	return out
 }
 
 // PlannedChange is what one plan item does to a MachineConfig or KubeletConfig: apply

@@ -109,29 +109,12 @@ func (r *VirtPlatformConfigReconciler) draft(ctx context.Context, s *scope, caus
 	return outcome{then: reviewHandler, cause: cause}, nil
 }
 
-// install puts a drafted plan in status. Items that keep their target keep what they
-// applied, so drift is still judged against it and a later plan can release it.
+// install puts a drafted plan in status (plan.Ledger.Install), with the spec and operator
+// version it was drafted for.
 func (r *VirtPlatformConfigReconciler) install(s *scope, p plan.Plan, revision int64) {
 	st := &s.vpc.Status
 	noteNewConflicts(s, st.Items, p.Items)
-	applied := map[string]*advisorv1alpha1.AppliedRecord{}
-	for _, it := range st.Items {
-		if it.Applied != nil && it.Action != advisorv1alpha1.ItemActionRelease {
-			applied[it.Name+"\x00"+plan.KeyOf(it.TargetRef).String()] = it.Applied
-		}
-	}
-	for i := range p.Items {
-		it := &p.Items[i]
-		it.Applied = applied[it.Name+"\x00"+plan.KeyOf(it.TargetRef).String()]
-		t := s.now
-		it.LastTransitionTime = &t
-	}
-	st.Items = p.Items
-	st.PlanRevision = revision
-	st.PlanHash = p.PlanHash
-	st.SourceSnapshotHash = p.SnapshotHash
-	st.Inputs, st.InputsHash = p.Inputs, p.InputsHash
-	st.FieldManager = p.FieldManager
+	s.ledger().Install(p, revision)
 	st.PlanSpecHash = s.specHash
 	st.AppliedOptions = s.opts
 	st.OperatorVersion = r.Version
@@ -172,7 +155,7 @@ func (r *VirtPlatformConfigReconciler) review(ctx context.Context, s *scope, cau
 		case it.State == advisorv1alpha1.ItemFailed:
 			rejected = append(rejected, fmt.Sprintf("%s: %s", it.Name, it.Message))
 		case it.State == advisorv1alpha1.ItemPending && it.Change == advisorv1alpha1.ChangeNone:
-			s.setItemState(i, advisorv1alpha1.ItemPending, "already as planned: "+it.Message)
+			s.ledger().SetState(i, advisorv1alpha1.ItemPending, "already as planned: "+it.Message)
 		case it.State == advisorv1alpha1.ItemPending:
 			changes++
 		}
@@ -224,7 +207,7 @@ func (r *VirtPlatformConfigReconciler) nothingToApply(ctx context.Context, s *sc
 	st := &s.vpc.Status
 	if s.vpc.Spec.Revert {
 		for i := range st.Items {
-			s.setItemState(i, advisorv1alpha1.ItemCompleted, st.Items[i].Message)
+			s.ledger().SetState(i, advisorv1alpha1.ItemCompleted, st.Items[i].Message)
 		}
 		r.finishRevert(s)
 		return outcome{}, nil
@@ -234,11 +217,9 @@ func (r *VirtPlatformConfigReconciler) nothingToApply(ctx context.Context, s *sc
 		if it.State != advisorv1alpha1.ItemPending {
 			continue
 		}
-		if it.Applied == nil {
-			// Already as planned and owned by the profile: watched for drift as if
-			// applied now.
-			st.Items[i].Applied = plan.InSyncRecord(it)
-		}
+		// Already as planned and owned by the profile: watched for drift as if applied
+		// now.
+		s.ledger().RecordInSync(i)
 		if plan.RollsOut(it) && s.vpc.Spec.Action == advisorv1alpha1.ActionApply {
 			h, err := r.Engine.CheckHealth(ctx, it, s.now.Time, 0, s.now.Time)
 			if err != nil {
@@ -246,13 +227,13 @@ func (r *VirtPlatformConfigReconciler) nothingToApply(ctx context.Context, s *sc
 			}
 			if h.State != plan.Healthy {
 				t := s.now
-				st.Items[i].WaitingSince = &t
-				s.setItemState(i, advisorv1alpha1.ItemInProgress, "already as planned; waiting for the rollout: "+h.Message)
+				s.ledger().SetWaiting(i, &t)
+				s.ledger().SetState(i, advisorv1alpha1.ItemInProgress, "already as planned; waiting for the rollout: "+h.Message)
 				waiting++
 				continue
 			}
 		}
-		s.setItemState(i, advisorv1alpha1.ItemCompleted, it.Message)
+		s.ledger().SetState(i, advisorv1alpha1.ItemCompleted, it.Message)
 	}
 	s.noApprovalNeeded()
 	if waiting > 0 {
@@ -287,7 +268,7 @@ func (r *VirtPlatformConfigReconciler) inputsChanged(ctx context.Context, s *sco
 		return false, nil, err
 	}
 	if same {
-		st.Inputs, st.InputsHash = inputs, hash
+		s.ledger().RecordInputs(inputs, hash)
 		return false, done, nil
 	}
 	return true, done, nil

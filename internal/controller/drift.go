@@ -147,20 +147,16 @@ func (r *VirtPlatformConfigReconciler) refreshDrift(ctx context.Context, s *scop
 		if it.Applied == nil {
 			continue
 		}
-		item := &st.Items[i]
 		if dc.InSync {
-			if it.State == advisorv1alpha1.ItemPending && isCorrection(it) && it.Change != advisorv1alpha1.ChangeNone {
-				item.Diff, item.Change = plan.NoChanges, advisorv1alpha1.ChangeNone
-				item.Conflicts = nil
-				s.setItemState(i, advisorv1alpha1.ItemCompleted, "back in sync: the out-of-band change was reverted")
+			if it.State == advisorv1alpha1.ItemPending && plan.IsCorrection(it) && it.Change != advisorv1alpha1.ChangeNone {
+				s.ledger().MarkInSync(i, "back in sync: the out-of-band change was reverted")
 				changed = true
 			}
 			continue
 		}
 		d.drifted = append(d.drifted, fmt.Sprintf("%s (%s %s: %s)", it.Name, it.TargetRef.Kind, it.TargetRef.Name, strings.Join(dc.ChangedPaths, ", ")))
-		if it.State != advisorv1alpha1.ItemPending || item.Diff != dc.Diff {
-			item.Diff, item.Change, item.SnapshotHash, item.TargetHash, item.Conflicts = dc.Diff, dc.Change, dc.SnapshotHash, dc.TargetHash, dc.Conflicts
-			s.setItemState(i, advisorv1alpha1.ItemPending, fmt.Sprintf(
+		if it.State != advisorv1alpha1.ItemPending || it.Diff != dc.Diff {
+			s.ledger().MarkDrifted(i, dc, fmt.Sprintf(
 				"drifted: %s changed out of band; the diff shows the correction", strings.Join(dc.ChangedPaths, ", ")))
 			changed = true
 		}
@@ -171,7 +167,7 @@ func (r *VirtPlatformConfigReconciler) refreshDrift(ctx context.Context, s *scop
 	if changed {
 		// The plan shown is now the correction: a new plan, with its own forecast of what it
 		// does to the nodes, approved anew.
-		s.rehash()
+		s.ledger().Rehash()
 		if err := r.forecast(ctx, s, nil); err != nil {
 			return d, err
 		}
@@ -196,12 +192,6 @@ func (r *VirtPlatformConfigReconciler) kindServed(ctx context.Context, ref advis
 	served, err := kind.Serves(ctx, r.APIReader, gv.Version)
 	seen[key] = served
 	return served, err
-}
-
-// isCorrection tells whether a Pending item re-applies what it applied before (a drift
-// correction) rather than proposing something new (an upgrade).
-func isCorrection(it advisorv1alpha1.PlanItem) bool {
-	return it.Applied != nil && it.Applied.DesiredHash == itemDesiredHash(it)
 }
 
 // settle puts an applied plan in the phase its targets call for.
@@ -276,7 +266,7 @@ func (r *VirtPlatformConfigReconciler) settle(ctx context.Context, s *scope, dri
 func upgradeNames(items []advisorv1alpha1.PlanItem) []string {
 	var out []string
 	for _, it := range items {
-		if it.State == advisorv1alpha1.ItemPending && !isCorrection(it) {
+		if it.State == advisorv1alpha1.ItemPending && !plan.IsCorrection(it) {
 			out = append(out, it.Name)
 		}
 	}
@@ -310,7 +300,7 @@ func (r *VirtPlatformConfigReconciler) correctDrift(ctx context.Context, s *scop
 	}
 	var keys []string
 	for _, it := range st.Items {
-		if it.State == advisorv1alpha1.ItemPending && isCorrection(it) {
+		if it.State == advisorv1alpha1.ItemPending && plan.IsCorrection(it) {
 			keys = append(keys, plan.KeyOf(it.TargetRef).String())
 		}
 	}
@@ -344,7 +334,7 @@ func (r *VirtPlatformConfigReconciler) correctDrift(ctx context.Context, s *scop
 // are forecast on their own and form the batch, which its gates hold and its pauses cover
 // as any approved batch.
 func (r *VirtPlatformConfigReconciler) startCorrections(ctx context.Context, s *scope, n int) (outcome, error) {
-	if err := r.forecast(ctx, s, isCorrection); err != nil {
+	if err := r.forecast(ctx, s, plan.IsCorrection); err != nil {
 		return outcome{}, err
 	}
 	s.approvalGiven()

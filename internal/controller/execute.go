@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
-	"github.com/kubevirt/virt-advisor-operator/internal/batch"
 	"github.com/kubevirt/virt-advisor-operator/internal/metrics"
 	"github.com/kubevirt/virt-advisor-operator/internal/plan"
 	"github.com/kubevirt/virt-advisor-operator/internal/profiles"
@@ -25,11 +24,11 @@ func (r *VirtPlatformConfigReconciler) startExecution(ctx context.Context, s *sc
 	for i, it := range st.Items {
 		switch it.State {
 		case advisorv1alpha1.ItemFailed:
-			s.setItemState(i, advisorv1alpha1.ItemPending, "retrying: "+it.Message)
+			s.ledger().SetState(i, advisorv1alpha1.ItemPending, "retrying: "+it.Message)
 		case advisorv1alpha1.ItemInProgress:
 			// Resuming after a pause: the wait for this item starts again.
 			t := s.now
-			st.Items[i].WaitingSince = &t
+			s.ledger().SetWaiting(i, &t)
 		}
 	}
 	if checkLock && !s.vpc.Spec.BypassOptimisticLock {
@@ -54,17 +53,11 @@ func (r *VirtPlatformConfigReconciler) startExecution(ctx context.Context, s *sc
 func beginExecution(s *scope) {
 	for k := range s.vpc.Status.Rollouts {
 		ro := &s.vpc.Status.Rollouts[k]
-		if !batch.HoldsPause(*ro) {
+		if !plan.HoldsPause(*ro) {
 			ro.PauseState, ro.PausedAt = "", nil
 		}
 		ro.RolloutStartedAt = nil
 	}
-}
-
-// planIntact tells whether the plan in status still hashes to status.planHash: nobody but
-// the operator changed what is about to be applied.
-func planIntact(st *advisorv1alpha1.VirtPlatformConfigStatus) bool {
-	return st.PlanHash != "" && batch.PlanHash(st) == st.PlanHash
 }
 
 // refuseAltered stops a plan whose status was changed outside the operator.
@@ -82,7 +75,7 @@ func (r *VirtPlatformConfigReconciler) refuseAltered(s *scope) outcome {
 // status cannot be trusted, fails.
 func (r *VirtPlatformConfigReconciler) refuseWrite(s *scope, i int, why *refusal) outcome {
 	it := s.vpc.Status.Items[i]
-	s.setItemState(i, advisorv1alpha1.ItemPending, "not written: "+why.condition)
+	s.ledger().SetState(i, advisorv1alpha1.ItemPending, "not written: "+why.condition)
 	s.noteItem(it.Name, corev1.EventTypeWarning, advisorv1alpha1.EventWriteRefused, "%s %s of item %s was not written: %s",
 		it.TargetRef.Kind, it.TargetRef.Name, it.Name, why.condition)
 	switch why.reason {
@@ -128,11 +121,11 @@ func redraftStale(s *scope, what string) outcome {
 }
 
 // execute takes one step of the plan (rule 5): apply or check the health of the first
-// unfinished item in execution order (rule 6; see batch.Order), or a step of the batch
+// unfinished item in execution order (rule 6; see plan.Order), or a step of the batch
 // of items that roll out to nodes. Each step is persisted before the next one acts.
 func (r *VirtPlatformConfigReconciler) execute(ctx context.Context, s *scope) (outcome, error) {
 	st := &s.vpc.Status
-	i := nextItem(s)
+	i := plan.NextItem(&s.vpc.Status)
 	if i < 0 {
 		return goOn(finishHandler), nil
 	}
@@ -147,7 +140,7 @@ func (r *VirtPlatformConfigReconciler) execute(ctx context.Context, s *scope) (o
 	if item.State == advisorv1alpha1.ItemPending {
 		// Persisted by the write gate before the write; the item is InProgress once its
 		// target was written.
-		s.setItemState(i, advisorv1alpha1.ItemPending, "applying")
+		s.ledger().SetState(i, advisorv1alpha1.ItemPending, "applying")
 	}
 	if !appliedInThisExecution(s, *item) {
 		if res, stop, err := r.applyItem(ctx, s, i); stop || err != nil {
@@ -155,23 +148,6 @@ func (r *VirtPlatformConfigReconciler) execute(ctx context.Context, s *scope) (o
 		}
 	}
 	return r.checkItemHealth(ctx, s, i)
-}
-
-// nextItem is the first item, in execution order, the execution has yet to finish; an
-// execution of drift corrections (approval.correctionsOnly) passes over the items that
-// propose something new.
-func nextItem(s *scope) int {
-	correctionsOnly := s.approvalStatus().CorrectionsOnly
-	for _, j := range batch.Order(s.vpc.Status.Items) {
-		it := s.vpc.Status.Items[j]
-		if correctionsOnly && it.State == advisorv1alpha1.ItemPending && !isCorrection(it) {
-			continue
-		}
-		if it.State == advisorv1alpha1.ItemPending || it.State == advisorv1alpha1.ItemInProgress {
-			return j
-		}
-	}
-	return -1
 }
 
 // appliedInThisExecution tells whether an item's target was written (or found as planned)
@@ -193,7 +169,7 @@ func (r *VirtPlatformConfigReconciler) applyItem(ctx context.Context, s *scope, 
 	// A drift correction restores what an approved execution applied (its desired state
 	// hashes to the applied record) and is not rendered again: a profile that renders from
 	// its own target (load-aware honours the KubeDescheduler's mode) renders the drift.
-	if item.Action != advisorv1alpha1.ItemActionRelease && !plan.IsRevert(*item) && !isCorrection(*item) {
+	if item.Action != advisorv1alpha1.ItemActionRelease && !plan.IsRevert(*item) && !plan.IsCorrection(*item) {
 		done := r.render(ctx, s)
 		if done.err != nil {
 			if profiles.IsPrerequisiteError(done.err) {
@@ -225,7 +201,7 @@ func (r *VirtPlatformConfigReconciler) applyItem(ctx context.Context, s *scope, 
 	}
 	switch {
 	case out.Unmanaged:
-		s.setItemState(i, advisorv1alpha1.ItemSkipped, fmt.Sprintf("not written: %s %s carries %s: %s, set right before the write",
+		s.ledger().SetState(i, advisorv1alpha1.ItemSkipped, fmt.Sprintf("not written: %s %s carries %s: %s, set right before the write",
 			item.TargetRef.Kind, item.TargetRef.Name, plan.ModeAnnotation, plan.ModeUnmanaged))
 		s.noteItem(item.Name, corev1.EventTypeNormal, advisorv1alpha1.EventItemUnmanaged, "item %s: %s", item.Name, item.Message)
 		return nextStep, true, nil
@@ -247,20 +223,11 @@ func (r *VirtPlatformConfigReconciler) applyItem(ctx context.Context, s *scope, 
 		metrics.Applied(true)
 		s.noteItem(item.Name, corev1.EventTypeNormal, advisorv1alpha1.EventItemApplied, "applied item %s to %s %s", item.Name, item.TargetRef.Kind, item.TargetRef.Name)
 	}
-	s.setItemState(i, advisorv1alpha1.ItemInProgress, item.Message)
-	if out.Record != nil {
-		rec := *out.Record
-		rec.PlanHash = s.approvalStatus().ApprovedPlanHash
-		rec.DesiredHash = itemDesiredHash(*item)
-		t := s.now
-		rec.Time = &t
-		item.Applied = &rec
-	} else if item.Action == advisorv1alpha1.ItemActionRelease {
-		// A released target is no longer the plan's: nothing is recorded to judge drift by.
-		item.Applied = nil
-	}
+	s.ledger().SetState(i, advisorv1alpha1.ItemInProgress, item.Message)
+	// A released target is no longer the plan's: nothing is recorded to judge drift by.
+	s.ledger().RecordApplied(i, out.Record, s.approvalStatus().ApprovedPlanHash)
 	t := s.now
-	item.WaitingSince = &t
+	s.ledger().SetWaiting(i, &t)
 	return outcome{}, false, nil
 }
 
@@ -281,13 +248,13 @@ func (r *VirtPlatformConfigReconciler) checkItemHealth(ctx context.Context, s *s
 	switch h.State {
 	case plan.Healthy:
 		metrics.ItemSettled(s.now.Sub(since).Seconds())
-		s.setItemState(i, advisorv1alpha1.ItemCompleted, h.Message)
+		s.ledger().SetState(i, advisorv1alpha1.ItemCompleted, h.Message)
 		return goOn(executeHandler), nil
 	case plan.Unhealthy:
 		metrics.ItemSettled(s.now.Sub(since).Seconds())
 		return r.failItem(s, i, h.Message), nil
 	}
-	item.Message = h.Message
+	s.ledger().SetMessage(i, h.Message)
 	wait := r.pollInterval()
 	if timeout > 0 {
 		if left := since.Add(timeout).Sub(s.now.Time); left < wait {
@@ -309,14 +276,14 @@ func (r *VirtPlatformConfigReconciler) pause(s *scope, i int) outcome {
 // approval, under Continue it goes on.
 func (r *VirtPlatformConfigReconciler) failItem(s *scope, i int, message string) outcome {
 	it := s.vpc.Status.Items[i]
-	s.setItemState(i, advisorv1alpha1.ItemFailed, message)
+	s.ledger().SetState(i, advisorv1alpha1.ItemFailed, message)
 	s.noteItem(it.Name, corev1.EventTypeWarning, advisorv1alpha1.EventItemFailed, "item %s failed: %s", it.Name, message)
 	if s.vpc.Spec.FailurePolicy == advisorv1alpha1.FailurePolicyContinue {
 		return nextStep
 	}
 	// The retry is a plan of its own: an approval given for the failed run does not
 	// approve running it again.
-	s.rehash()
+	s.ledger().Rehash()
 	s.recordDrafter(byOperator, advisorv1alpha1.ReasonItemFailed)
 	cmd := s.requireApproval()
 	s.setPhase(advisorv1alpha1.PhaseFailed, advisorv1alpha1.ReasonItemFailed, fmt.Sprintf(
@@ -384,8 +351,4 @@ func countState(items []advisorv1alpha1.PlanItem, state advisorv1alpha1.ItemStat
 		}
 	}
 	return n
-}
-
-func itemDesiredHash(it advisorv1alpha1.PlanItem) string {
-	return plan.DesiredHash([]advisorv1alpha1.PlanItem{{Name: it.Name, DesiredState: it.DesiredState}})
 }

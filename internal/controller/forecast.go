@@ -6,7 +6,6 @@ import (
 	"time"
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
-	"github.com/kubevirt/virt-advisor-operator/internal/batch"
 	"github.com/kubevirt/virt-advisor-operator/internal/plan"
 	"github.com/kubevirt/virt-advisor-operator/internal/targets"
 )
@@ -42,7 +41,7 @@ func (r *VirtPlatformConfigReconciler) forecast(ctx context.Context, s *scope, o
 		ro := advisorv1alpha1.PoolRollout{Pool: f.Pool, Items: f.Items, Nodes: f.Nodes, MaxUnavailable: f.MaxUnavailable,
 			Waves: f.Waves, Reboot: f.Reboot, Reasons: f.Reasons, Pause: true}
 		prev, had := previous[ro.Pool]
-		if had && batch.HoldsPause(prev) {
+		if had && plan.HoldsPause(prev) {
 			ro.PauseState, ro.PausedAt = prev.PauseState, prev.PausedAt
 		}
 		ro.SecondsPerNode = prev.SecondsPerNode
@@ -51,15 +50,13 @@ func (r *VirtPlatformConfigReconciler) forecast(ctx context.Context, s *scope, o
 		rollouts = append(rollouts, ro)
 	}
 	for _, prev := range previous {
-		if batch.HoldsPause(prev) {
+		if plan.HoldsPause(prev) {
 			rollouts = append(rollouts, advisorv1alpha1.PoolRollout{Pool: prev.Pool, PauseState: prev.PauseState,
 				PausedAt: prev.PausedAt, SecondsPerNode: prev.SecondsPerNode})
 		}
 	}
 	sort.Slice(rollouts, func(i, j int) bool { return rollouts[i].Pool < rollouts[j].Pool })
-	st.Rollouts = rollouts
-	st.Disruption = batch.Disruption(rollouts)
-	st.PlanHash = batch.PlanHash(st)
+	s.ledger().SetForecast(rollouts)
 	return nil
 }
 

@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
-	"github.com/kubevirt/virt-advisor-operator/internal/batch"
 	"github.com/kubevirt/virt-advisor-operator/internal/plan"
 	"github.com/kubevirt/virt-advisor-operator/internal/targets"
 )
@@ -93,7 +92,7 @@ func authorizeExecution(vpc *advisorv1alpha1.VirtPlatformConfig) *refusal {
 	case spec.ApprovedPlanHash != "" && spec.ApprovedPlanHash != st.PlanHash:
 		return &refusal{advisorv1alpha1.ReasonApprovalMismatch, fmt.Sprintf(
 			"spec.approvedPlanHash %s is not the plan's hash %s", spec.ApprovedPlanHash, st.PlanHash)}
-	case !planIntact(st):
+	case !plan.Intact(st):
 		return &refusal{advisorv1alpha1.ReasonPlanIntegrity, "the plan in status no longer hashes to status.planHash"}
 	case a == nil || a.ApprovedPlanHash != st.PlanHash:
 		return &refusal{advisorv1alpha1.ReasonAwaitingApproval, "no approval of this plan is recorded"}
@@ -138,7 +137,7 @@ func authorize(s *scope, item advisorv1alpha1.PlanItem, rendered *plan.Item) *re
 		return &refusal{advisorv1alpha1.ReasonPlanIntegrity, fmt.Sprintf("item %s's desired state is not its target %s %s",
 			item.Name, item.TargetRef.Kind, item.TargetRef.Name)}
 	}
-	if rendered == nil && !isCorrection(item) {
+	if rendered == nil && !plan.IsCorrection(item) {
 		return &refusal{advisorv1alpha1.ReasonPlanIntegrity, fmt.Sprintf(
 			"item %s was neither rendered again before its write nor restores what an approved execution applied", item.Name)}
 	}
@@ -148,7 +147,7 @@ func authorize(s *scope, item advisorv1alpha1.PlanItem, rendered *plan.Item) *re
 // restoresApplied tells whether, in aggressive mode, item writes back exactly what an
 // approved execution applied to its target.
 func restoresApplied(spec advisorv1alpha1.VirtPlatformConfigSpec, item advisorv1alpha1.PlanItem) bool {
-	return spec.BypassOptimisticLock && isCorrection(item) && item.Applied.PlanHash != ""
+	return spec.BypassOptimisticLock && plan.IsCorrection(item) && item.Applied.PlanHash != ""
 }
 
 // manages tells whether a target is of a kind the config's profile manages.
@@ -190,7 +189,7 @@ func authorizePool(s *scope, config string, pool *unstructured.Unstructured, tak
 	if why := authorizeExecution(s.vpc); why != nil {
 		return why
 	}
-	if !slices.Contains(batch.PausedPools(s.vpc.Status.Rollouts), pool.GetName()) {
+	if !slices.Contains(plan.PausedPools(s.vpc.Status.Rollouts), pool.GetName()) {
 		return &refusal{advisorv1alpha1.ReasonPlanIntegrity, fmt.Sprintf(
 			"the approved plan does not pause MachineConfigPool %s", pool.GetName())}
 	}

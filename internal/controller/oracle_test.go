@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
-	"github.com/kubevirt/virt-advisor-operator/internal/batch"
 	"github.com/kubevirt/virt-advisor-operator/internal/plan"
 	"github.com/kubevirt/virt-advisor-operator/internal/targets"
 )
@@ -199,7 +198,7 @@ func judgePause(req *http.Request, w writeTarget, body []byte, list *advisorv1al
 			if ro.Pool != w.name {
 				continue
 			}
-			if batch.HoldsPause(ro) {
+			if plan.HoldsPause(ro) {
 				holding[vpc.Name] = true
 			}
 			switch {

@@ -16,8 +16,8 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
-	"github.com/kubevirt/virt-advisor-operator/internal/batch"
 	"github.com/kubevirt/virt-advisor-operator/internal/metrics"
+	"github.com/kubevirt/virt-advisor-operator/internal/plan"
 	"github.com/kubevirt/virt-advisor-operator/internal/targets"
 )
 
@@ -99,7 +99,7 @@ func (r *VirtPlatformConfigReconciler) giveBackPauses(ctx context.Context, s *sc
 		return outcome{}, false, nil
 	}
 	for k, ro := range s.vpc.Status.Rollouts {
-		if !batch.HoldsPause(ro) {
+		if !plan.HoldsPause(ro) {
 			continue
 		}
 		res, err := r.resumePool(ctx, s, k)
@@ -112,7 +112,7 @@ func (r *VirtPlatformConfigReconciler) giveBackPauses(ctx context.Context, s *sc
 // that left the batch (a refused write, a failure, a redraft, a withdrawn approval) is
 // followed by the give-back in the same reconcile, since nothing may wake it later.
 func owesPause(s *scope) bool {
-	return !inBatch(s) && slices.ContainsFunc(s.vpc.Status.Rollouts, batch.HoldsPause)
+	return !inBatch(s) && slices.ContainsFunc(s.vpc.Status.Rollouts, plan.HoldsPause)
 }
 
 // resumePool gives back rollout k's pause: the pool is resumed unless another config
@@ -252,7 +252,7 @@ func needsPause(c *advisorv1alpha1.VirtPlatformConfig, pool string) bool {
 		return false
 	}
 	return slices.ContainsFunc(c.Status.Rollouts, func(ro advisorv1alpha1.PoolRollout) bool {
-		return ro.Pool == pool && ro.Pause && batch.HoldsPause(ro)
+		return ro.Pool == pool && ro.Pause && plan.HoldsPause(ro)
 	})
 }
 
@@ -351,7 +351,7 @@ func (r *VirtPlatformConfigReconciler) releaseOrphaned(ctx context.Context, pool
 // holdsPauseOf tells whether c's status records a pause of pool it has not given back.
 func holdsPauseOf(c *advisorv1alpha1.VirtPlatformConfig, pool string) bool {
 	return slices.ContainsFunc(c.Status.Rollouts, func(ro advisorv1alpha1.PoolRollout) bool {
-		return ro.Pool == pool && batch.HoldsPause(ro)
+		return ro.Pool == pool && plan.HoldsPause(ro)
 	})
 }
 

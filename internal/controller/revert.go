@@ -57,9 +57,7 @@ func (r *VirtPlatformConfigReconciler) finishRevert(s *scope) {
 	s.noApprovalNeeded()
 	var failed []string
 	keep := map[plan.TargetKey]bool{}
-	for i := range st.Items {
-		it := &st.Items[i]
-		it.Applied = nil
+	for _, it := range st.Items {
 		if it.State != advisorv1alpha1.ItemCompleted {
 			keep[plan.KeyOf(it.TargetRef)] = true
 		}
@@ -67,6 +65,7 @@ func (r *VirtPlatformConfigReconciler) finishRevert(s *scope) {
 			failed = append(failed, it.Name)
 		}
 	}
+	s.ledger().ForgetApplied()
 	st.Replaced = slices.DeleteFunc(st.Replaced, func(rec advisorv1alpha1.ReplacedRecord) bool { return !keep[plan.KeyOf(rec.TargetRef)] })
 	if len(st.Replaced) == 0 {
 		st.Replaced = nil

@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
-	"github.com/kubevirt/virt-advisor-operator/internal/batch"
 	"github.com/kubevirt/virt-advisor-operator/internal/metrics"
 	"github.com/kubevirt/virt-advisor-operator/internal/plan"
 	"github.com/kubevirt/virt-advisor-operator/internal/schedule"
@@ -26,28 +25,12 @@ func batchPending(s *scope) bool {
 	if st.Phase != advisorv1alpha1.PhaseInProgress || s.vpc.Spec.Action != advisorv1alpha1.ActionApply {
 		return false
 	}
-	for _, i := range executionBatch(st) {
+	for _, i := range plan.ExecutionBatch(st) {
 		if st.Items[i].State == advisorv1alpha1.ItemPending {
 			return true
 		}
 	}
 	return false
-}
-
-// executionBatch are the items of the batch the execution under way runs, in plan order:
-// an execution of drift corrections (approval.correctionsOnly) passes over the pending
-// items that propose something new, as nextItem does, so its batch, pause and forecast are
-// those of the corrections alone.
-func executionBatch(st *advisorv1alpha1.VirtPlatformConfigStatus) []int {
-	correctionsOnly := st.Approval != nil && st.Approval.CorrectionsOnly
-	var out []int
-	for _, i := range batch.Items(st) {
-		if it := st.Items[i]; correctionsOnly && it.State == advisorv1alpha1.ItemPending && !isCorrection(it) {
-			continue
-		}
-		out = append(out, i)
-	}
-	return out
 }
 
 // executeBatch takes the batch as far as it goes in one step: past its gates, pausing its
@@ -67,7 +50,7 @@ func (r *VirtPlatformConfigReconciler) executeBatch(ctx context.Context, s *scop
 // rollouts' health. more is set when the batch goes on in the same step.
 func (r *VirtPlatformConfigReconciler) batchStep(ctx context.Context, s *scope) (outcome, bool, error) {
 	st := &s.vpc.Status
-	items := executionBatch(st)
+	items := plan.ExecutionBatch(st)
 	// The batch started once a pause was taken or an item of it was applied in this
 	// execution (InProgress): items completed by an earlier execution do not count.
 	started := slices.ContainsFunc(st.Rollouts, func(ro advisorv1alpha1.PoolRollout) bool { return ro.PauseState != "" }) ||
@@ -85,18 +68,17 @@ func (r *VirtPlatformConfigReconciler) batchStep(ctx context.Context, s *scope) 
 	}
 	for _, i := range items {
 		if st.Items[i].State == advisorv1alpha1.ItemPending {
-			s.setItemState(i, advisorv1alpha1.ItemPending, "applying")
+			s.ledger().SetState(i, advisorv1alpha1.ItemPending, "applying")
 			res, stop, err := r.applyItem(ctx, s, i)
 			if stop || err != nil {
 				return res, false, err
 			}
-			it := &st.Items[i]
-			it.WaitingSince = nil
+			s.ledger().SetWaiting(i, nil)
 			msg := "applied; rolls out with the batch"
-			if pools := batch.PoolsOf(st, it.Name); len(pools) > 0 {
+			if pools := plan.PoolsOf(st, st.Items[i].Name); len(pools) > 0 {
 				msg += " in MachineConfigPool " + strings.Join(pools, ", MachineConfigPool ")
 			}
-			s.setItemState(i, advisorv1alpha1.ItemInProgress, msg)
+			s.ledger().SetState(i, advisorv1alpha1.ItemInProgress, msg)
 			return outcome{}, true, nil
 		}
 	}
@@ -117,7 +99,7 @@ func inBatch(s *scope) bool {
 	if st.Phase != advisorv1alpha1.PhaseInProgress || s.vpc.Spec.Action != advisorv1alpha1.ActionApply {
 		return false
 	}
-	i := nextItem(s)
+	i := plan.NextItem(&s.vpc.Status)
 	return i >= 0 && plan.RollsOut(st.Items[i])
 }
 
@@ -184,7 +166,7 @@ func (r *VirtPlatformConfigReconciler) awaitRender(ctx context.Context, s *scope
 	msg := "applied; the pool is resumed once it has rendered the whole batch: " + strings.Join(waiting, "; ")
 	for _, i := range items {
 		if st.Items[i].State == advisorv1alpha1.ItemInProgress {
-			st.Items[i].Message = msg
+			s.ledger().SetMessage(i, msg)
 		}
 	}
 	return waitFor(wait), true, nil
@@ -326,20 +308,21 @@ func (r *VirtPlatformConfigReconciler) checkBatch(ctx context.Context, s *scope,
 	var failed []int
 	failures := map[int]string{}
 	for _, i := range items {
-		it := &st.Items[i]
+		it := st.Items[i]
 		if it.State != advisorv1alpha1.ItemInProgress {
 			continue
 		}
-		pools := batch.PoolsOf(st, it.Name)
+		pools := plan.PoolsOf(st, it.Name)
 		if slices.ContainsFunc(pools, func(p string) bool { return paused[p] }) {
-			it.Message = strings.Join(waitingFor, "; ")
+			s.ledger().SetMessage(i, strings.Join(waitingFor, "; "))
 			continue
 		}
-		since := batch.RolloutStart(st, pools, s.now)
+		since := plan.RolloutStart(st, pools, s.now)
 		if it.WaitingSince == nil || it.WaitingSince.Before(&since) {
-			it.WaitingSince = &since
+			s.ledger().SetWaiting(i, &since)
+			it = st.Items[i]
 		}
-		h, err := r.Engine.CheckHealth(ctx, *it, it.WaitingSince.Time, timeout, s.now.Time)
+		h, err := r.Engine.CheckHealth(ctx, it, it.WaitingSince.Time, timeout, s.now.Time)
 		if err != nil {
 			return outcome{}, err
 		}
@@ -350,7 +333,7 @@ func (r *VirtPlatformConfigReconciler) checkBatch(ctx context.Context, s *scope,
 			failed = append(failed, i)
 			failures[i] = h.Message
 		default:
-			it.Message = h.Message
+			s.ledger().SetMessage(i, h.Message)
 		}
 	}
 	if len(failed) > 0 {
@@ -361,7 +344,7 @@ func (r *VirtPlatformConfigReconciler) checkBatch(ctx context.Context, s *scope,
 		})
 		for _, i := range failed[1:] {
 			it := st.Items[i]
-			s.setItemState(i, advisorv1alpha1.ItemFailed, failures[i])
+			s.ledger().SetState(i, advisorv1alpha1.ItemFailed, failures[i])
 			s.noteItem(it.Name, corev1.EventTypeWarning, advisorv1alpha1.EventItemFailed, "item %s failed: %s", it.Name, failures[i])
 		}
 		metrics.ItemSettled(s.now.Sub(st.Items[failed[0]].WaitingSince.Time).Seconds())
@@ -377,10 +360,10 @@ func (r *VirtPlatformConfigReconciler) checkBatch(ctx context.Context, s *scope,
 		for _, i := range items {
 			if msg, ok := healthy[i]; ok {
 				metrics.ItemSettled(s.now.Sub(st.Items[i].WaitingSince.Time).Seconds())
-				s.setItemState(i, advisorv1alpha1.ItemCompleted, msg)
+				s.ledger().SetState(i, advisorv1alpha1.ItemCompleted, msg)
 			}
 		}
-		batch.MeasureRollouts(st, s.now)
+		plan.MeasureRollouts(st, s.now)
 		return goOn(executeHandler), nil
 	}
 	wait := r.pollInterval()

@@ -10,7 +10,6 @@ import (
 	"k8s.io/client-go/tools/events"
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
-	"github.com/kubevirt/virt-advisor-operator/internal/batch"
 	"github.com/kubevirt/virt-advisor-operator/internal/plan"
 	"github.com/kubevirt/virt-advisor-operator/internal/profiles"
 )
@@ -162,35 +161,12 @@ func eventTypeOf(p advisorv1alpha1.Phase) string {
 
 // clearPlan drops the plan: nothing may execute it any more.
 func (s *scope) clearPlan() {
-	st := &s.vpc.Status
-	st.Items = nil
-	st.PlanHash = ""
-	st.SourceSnapshotHash = ""
-	st.PlanSpecHash = ""
-	st.Inputs = nil
-	st.InputsHash = ""
-	if st.Approval != nil {
-		st.Approval.Required, st.Approval.Command = false, ""
+	s.ledger().Clear()
+	s.vpc.Status.PlanSpecHash = ""
+	if a := s.vpc.Status.Approval; a != nil {
+		a.Required, a.Command = false, ""
 	}
 }
 
-// setItemState changes an item's state, stamping the transition time when it changes.
-func (s *scope) setItemState(i int, state advisorv1alpha1.ItemState, message string) {
-	it := &s.vpc.Status.Items[i]
-	if it.State != state {
-		it.State = state
-		t := s.now
-		it.LastTransitionTime = &t
-	}
-	it.Message = message
-}
-
-// rehash gives the plan in status a new revision and hash after the operator changed what
-// it shows (drift corrections, a retry): an approval given for the plan before never
-// approves the new one.
-func (s *scope) rehash() {
-	st := &s.vpc.Status
-	st.PlanRevision++
-	st.PlanHash = batch.PlanHash(st)
-	st.SourceSnapshotHash = plan.CombinedSnapshotHash(st.Items)
-}
+// ledger is the plan in status: the one writer of its items, revision and hash.
+func (s *scope) ledger() plan.Ledger { return plan.LedgerOf(&s.vpc.Status, s.now) }

@@ -37,17 +37,7 @@ func (r *VirtPlatformConfigReconciler) checkUpgrade(ctx context.Context, s *scop
 		st.OperatorVersion = r.Version
 		return goOn(watchHandler), nil
 	}
-	old := map[string]advisorv1alpha1.PlanItem{}
-	for _, it := range st.Items {
-		old[it.Name] = it
-	}
-	for i, it := range p.Items {
-		if prev, ok := old[it.Name]; ok && prev.State == advisorv1alpha1.ItemCompleted && itemDesiredHash(prev) == itemDesiredHash(it) {
-			p.Items[i] = prev
-		}
-	}
-	p.PlanHash = plan.PlanHash(st.PlanRevision+1, p.Items)
-	p.SnapshotHash = plan.CombinedSnapshotHash(p.Items)
+	p = plan.KeepCompleted(p, st.Items)
 	r.install(s, p, st.PlanRevision+1)
 	if err := r.forecast(ctx, s, nil); err != nil {
 		return outcome{}, err

@@ -1,15 +1,18 @@
 // Package controller holds the VirtPlatformConfig state machine: it decides when a plan is
 // drafted, reviewed, executed, watched for drift and redrafted. Building desired states
-// is the profiles' job and diffing, hashing and applying the plan engine's; this package
-// only sequences them and reports every decision in status and Events.
+// is the profiles' job; diffing, hashing, applying and keeping the plan in status
+// (plan.Ledger) the plan engine's; this package only sequences them and reports every
+// decision in status and Events.
 //
+// A step runs handlers (outcome.go): each returns the handler that goes on in the same
+// step, or ends the step with when to look again; none calls another phase's handler.
 // Files follow the life cycle: draft.go (drafting and review), forecast.go (what a plan
-// does to the nodes), approve.go (what approves a plan), gate.go (the one place outside
-// writes pass), execute.go (applying item by item), rollout.go (the batch of items that
-// roll out to nodes, and its gates; its rules are in internal/batch), pause.go
-// (MachineConfigPool pauses), drift.go (watching what was applied), upgrade.go (plans of a
-// newer operator version), revert.go (putting back what was applied), status.go (the
-// status write). What the plans depend on is watched by internal/watches.
+// does to the nodes), approve.go (what approves a plan), gate.go (the write gate, the one
+// place outside writes pass), execute.go (applying item by item), rollout.go (the batch of
+// items that roll out to nodes, and its gates; its rules are in internal/plan's batch.go),
+// pause.go (MachineConfigPool pauses), drift.go (watching what was applied), upgrade.go
+// (plans of a newer operator version), revert.go (putting back what was applied),
+// status.go (the status write). What the plans depend on is watched by internal/watches.
 package controller
 
 import (

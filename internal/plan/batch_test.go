@@ -1,4 +1,4 @@
-package batch_test
+package plan_test
 
 import (
 	"encoding/json"
@@ -7,10 +7,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
-	"github.com/kubevirt/virt-advisor-operator/internal/batch"
+	"github.com/kubevirt/virt-advisor-operator/internal/plan"
 )
 
-func item(t *testing.T, name, apiVersion, kind string) advisorv1alpha1.PlanItem {
+func batchItem(t *testing.T, name, apiVersion, kind string) advisorv1alpha1.PlanItem {
 	t.Helper()
 	raw, err := json.Marshal(map[string]any{"apiVersion": apiVersion, "kind": kind, "metadata": map[string]any{"name": name}})
 	if err != nil {
@@ -23,13 +23,13 @@ func item(t *testing.T, name, apiVersion, kind string) advisorv1alpha1.PlanItem 
 func TestOrderTakesTheItemsBeforeTheBatchThenTheBatchThenTheRest(t *testing.T) {
 	const mc = "machineconfiguration.openshift.io/v1"
 	items := []advisorv1alpha1.PlanItem{
-		item(t, "hco", "hco.kubevirt.io/v1beta1", "HyperConverged"),
-		item(t, "psi", mc, "MachineConfig"),
-		item(t, "descheduler", "operator.openshift.io/v1", "KubeDescheduler"),
-		item(t, "kubelet", mc, "KubeletConfig"),
-		item(t, "nhc", "remediation.medik8s.io/v1alpha1", "NodeHealthCheck"),
+		batchItem(t, "hco", "hco.kubevirt.io/v1beta1", "HyperConverged"),
+		batchItem(t, "psi", mc, "MachineConfig"),
+		batchItem(t, "descheduler", "operator.openshift.io/v1", "KubeDescheduler"),
+		batchItem(t, "kubelet", mc, "KubeletConfig"),
+		batchItem(t, "nhc", "remediation.medik8s.io/v1alpha1", "NodeHealthCheck"),
 	}
-	got := batch.Order(items)
+	got := plan.ExecutionOrder(items)
 	want := []int{0, 1, 3, 2, 4}
 	if len(got) != len(want) {
 		t.Fatalf("order %v, want %v", got, want)
@@ -42,7 +42,7 @@ func TestOrderTakesTheItemsBeforeTheBatchThenTheBatchThenTheRest(t *testing.T) {
 }
 
 func TestDisruptionSaysWhatEachPoolsRolloutDoes(t *testing.T) {
-	got := batch.Disruption([]advisorv1alpha1.PoolRollout{
+	got := plan.Disruption([]advisorv1alpha1.PoolRollout{
 		{Pool: "master"}, // only a pause given back: no rollout
 		{Pool: "worker", Items: []string{"psi"}, Nodes: 6, Waves: 6, Reboot: true},
 		{Pool: "infra", Items: []string{"kubelet"}, Nodes: 2, Waves: 1},

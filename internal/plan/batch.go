@@ -1,4 +1,4 @@
-// Package batch holds the rules of an execution's batch: the order an execution takes a
+// This file holds the rules of an execution's batch: the order an execution takes a
 // plan's items in, and the pools the batch pauses, rolls out in and measures.
 //
 // An execution runs in three stages, so that every node reboots at most once per
@@ -14,7 +14,7 @@
 //
 // The gates (a maintenance window, a cluster upgrade, a pool busy with another change)
 // hold stage 2 before it starts; stage 1 is never held.
-package batch
+package plan
 
 import (
 	"fmt"
@@ -24,12 +24,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
-	"github.com/kubevirt/virt-advisor-operator/internal/plan"
 )
 
-// Order is the order the execution takes the items in (see above).
-func Order(items []v1alpha1.PlanItem) []int {
-	first := slices.IndexFunc(items, plan.RollsOut)
+// ExecutionOrder is the order the execution takes the items in (see above).
+func ExecutionOrder(items []v1alpha1.PlanItem) []int {
+	first := slices.IndexFunc(items, RollsOut)
 	if first < 0 {
 		order := make([]int, len(items))
 		for i := range order {
@@ -42,32 +41,32 @@ func Order(items []v1alpha1.PlanItem) []int {
 		order = append(order, i)
 	}
 	for i := first; i < len(items); i++ {
-		if plan.RollsOut(items[i]) {
+		if RollsOut(items[i]) {
 			order = append(order, i)
 		}
 	}
 	for i := first; i < len(items); i++ {
-		if !plan.RollsOut(items[i]) {
+		if !RollsOut(items[i]) {
 			order = append(order, i)
 		}
 	}
 	return order
 }
 
-// Items are the indexes of the items of the batch, in plan order.
-func Items(st *v1alpha1.VirtPlatformConfigStatus) []int {
+// BatchItems are the indexes of the items of the batch, in plan order.
+func BatchItems(st *v1alpha1.VirtPlatformConfigStatus) []int {
 	var out []int
 	for i, it := range st.Items {
-		if plan.RollsOut(it) {
+		if RollsOut(it) {
 			out = append(out, i)
 		}
 	}
 	return out
 }
 
-// PlanHash is the hash of the plan in status, the pools it pauses included.
-func PlanHash(st *v1alpha1.VirtPlatformConfigStatus) string {
-	return plan.PlanHash(st.PlanRevision, st.Items, PausedPools(st.Rollouts)...)
+// statusHash is the hash of the plan in status, the pools it pauses included.
+func statusHash(st *v1alpha1.VirtPlatformConfigStatus) string {
+	return PlanHash(st.PlanRevision, st.Items, PausedPools(st.Rollouts)...)
 }
 
 func PausedPools(rollouts []v1alpha1.PoolRollout) []string {
@@ -157,4 +156,48 @@ func Disruption(rollouts []v1alpha1.PoolRollout) string {
 		parts = append(parts, fmt.Sprintf("%s %d %s node(s) once, in %d wave(s)", what, ro.Nodes, ro.Pool, ro.Waves))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// NextItem is the first item of st, in execution order, the execution has yet to finish
+// (-1: none); an execution of drift corrections (approval.correctionsOnly) passes over the
+// items that propose something new.
+func NextItem(st *v1alpha1.VirtPlatformConfigStatus) int {
+	correctionsOnly := st.Approval != nil && st.Approval.CorrectionsOnly
+	for _, j := range ExecutionOrder(st.Items) {
+		it := st.Items[j]
+		if correctionsOnly && it.State == v1alpha1.ItemPending && !IsCorrection(it) {
+			continue
+		}
+		if it.State == v1alpha1.ItemPending || it.State == v1alpha1.ItemInProgress {
+			return j
+		}
+	}
+	return -1
+}
+
+// ExecutionBatch are the items of the batch the execution under way runs, in plan order:
+// an execution of drift corrections (approval.correctionsOnly) passes over the pending
+// items that propose something new, as NextItem does, so its batch, pause and forecast are
+// those of the corrections alone.
+func ExecutionBatch(st *v1alpha1.VirtPlatformConfigStatus) []int {
+	correctionsOnly := st.Approval != nil && st.Approval.CorrectionsOnly
+	var out []int
+	for _, i := range BatchItems(st) {
+		if it := st.Items[i]; correctionsOnly && it.State == v1alpha1.ItemPending && !IsCorrection(it) {
+			continue
+		}
+		out = append(out, i)
+	}
+	return out
+}
+
+// IsCorrection tells whether a Pending item re-applies what it applied before (a drift
+// correction) rather than proposing something new (an upgrade).
+func IsCorrection(it v1alpha1.PlanItem) bool {
+	return it.Applied != nil && it.Applied.DesiredHash == ItemDesiredHash(it)
+}
+
+// ItemDesiredHash is the hash of what an item desires, as its applied record keeps it.
+func ItemDesiredHash(it v1alpha1.PlanItem) string {
+	return DesiredHash([]v1alpha1.PlanItem{{Name: it.Name, DesiredState: it.DesiredState}})
 }

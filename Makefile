@@ -41,11 +41,14 @@ vet: ## Run go vet.
 	go vet ./...
 
 .PHONY: verify
-verify: manifests generate build-installer ## Fail if generated files (CRD, RBAC, DeepCopy, dist/install.yaml) are stale or code is not gofmt-clean.
+verify: manifests generate build-installer ## Fail if generated files (CRD, RBAC, DeepCopy, dist/install.yaml) are stale, code is not gofmt-clean, the controller's calls form a cycle, or a production file is over 450 lines.
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	@changed=$$(git status --porcelain -- api config dist); if [ -n "$$changed" ]; then \
 		echo "'make manifests generate' changed committed files; run it and commit the result:"; echo "$$changed"; \
 		git --no-pager diff --stat -- api config dist; exit 1; fi
+	@go run ./hack/callgraph ./internal/controller
+	@long=$$(git ls-files 'internal/*.go' 'cmd/*.go' | grep -v '_test.go$$' | grep -v zz_generated | xargs wc -l | awk '$$2 != "total" && $$1 > 450'); \
+		if [ -n "$$long" ]; then echo "production files over 450 lines (split them along what the code is about):"; echo "$$long"; exit 1; fi
 
 .PHONY: test
 test: verify vet lint test-alerts envtest test-unit test-install test-e2e test-faults test-guide demo-check ## Run everything CI runs: verify, vet, lint, alert rules, unit + envtest suites, e2e, the fault tests, the user guide, and the demo.

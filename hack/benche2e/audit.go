@@ -9,27 +9,9 @@ import (
 	"sort"
 	"strings"
 	"time"
-)
 
-// auditEvent is the part of an audit.k8s.io/v1 Event the counts need.
-type auditEvent struct {
-	AuditID string `json:"auditID"`
-	Stage   string `json:"stage"`
-	Verb    string `json:"verb"`
-	User    struct {
-		Username string `json:"username"`
-	} `json:"user"`
-	RequestURI string `json:"requestURI"`
-	ObjectRef  *struct {
-		Resource    string `json:"resource"`
-		Subresource string `json:"subresource"`
-	} `json:"objectRef"`
-	ResponseStatus *struct {
-		Code int `json:"code"`
-	} `json:"responseStatus"`
-	RequestReceived time.Time `json:"requestReceivedTimestamp"`
-	StageTimestamp  time.Time `json:"stageTimestamp"`
-}
+	"github.com/kubevirt/virt-advisor-operator/internal/testenv"
+)
 
 // request is one API request of the audit log.
 type request struct {
@@ -62,7 +44,7 @@ func readRequests(path, operatorUser string) ([]request, error) {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
 	for line := 1; sc.Scan(); line++ {
-		var e auditEvent
+		var e testenv.AuditEvent
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
 		}
@@ -76,12 +58,12 @@ func readRequests(path, operatorUser string) ([]request, error) {
 		}
 		if i, seen := byID[e.AuditID]; seen {
 			if e.Stage == "ResponseComplete" || e.Stage == "Panic" {
-				out[i].code, out[i].done = code, e.StageTimestamp
+				out[i].code, out[i].done = code, e.Done
 			}
 			continue
 		}
 		byID[e.AuditID] = len(out)
-		r := request{operator: operator, at: e.RequestReceived, done: e.StageTimestamp, verb: e.Verb,
+		r := request{operator: operator, at: e.Received, done: e.Done, verb: e.Verb,
 			dryRun: isDryRun(e.RequestURI), code: code}
 		if e.ObjectRef != nil {
 			r.resource, r.subresource = e.ObjectRef.Resource, e.ObjectRef.Subresource

@@ -19,9 +19,9 @@ import (
 
 // clusterSetup is what a case's control plane holds before the manager starts.
 type clusterSetup struct {
-	// upstreamCRDs are the CRDs, besides the project's and the test CRDs, of the operators
-	// the targets belong to, as "<group>/<plural>.yaml" of the upstream CRD directory.
-	upstreamCRDs []string
+	// upstreamCRDs installs, besides the project's and the test CRDs, the upstream CRDs of
+	// the operators the targets of every profile belong to (testcluster.UpstreamCRDFiles).
+	upstreamCRDs bool
 	// manifests are applied in order, relative to the repository root.
 	manifests []string
 	// nodes are created with their Node Feature Discovery labels and annotations.
@@ -73,7 +73,7 @@ func newCluster(ctx context.Context, opts *options, name string, setup clusterSe
 	if c.cp, err = startControlPlane(opts, setup.upstreamCRDs, dir); err != nil {
 		return c, err
 	}
-	if c.adminKubeconfig, err = c.cp.kubeconfig("virt-advisor-bench-admin", dir); err != nil {
+	if c.adminKubeconfig, err = c.cp.userKubeconfig("virt-advisor-bench-admin", dir); err != nil {
 		return c, err
 	}
 	if err := c.cp.createNamespace(ctx, opts.managerNS); err != nil {
@@ -155,14 +155,14 @@ func (c *cluster) startManager(ctx context.Context, extraArgs ...string) error {
 		return err
 	}
 	c.m = m
-	logf("%s: manager ready %.2fs after launch", c.name, m.ready.Sub(m.launched).Seconds())
+	logf("%s: manager ready %.2fs after launch", c.name, m.ready.Sub(m.Launched).Seconds())
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-time.After(c.opts.settle):
 	}
-	if m.exited() {
-		return fmt.Errorf("the manager exited (%v):\n%s", m.exitErr, m.logTail())
+	if m.Exited() {
+		return fmt.Errorf("the manager exited (%v):\n%s", m.ExitErr(), m.logTail())
 	}
 	return nil
 }
@@ -175,7 +175,7 @@ func (c *cluster) managerRequests() ([]request, error) {
 	if err != nil {
 		return nil, err
 	}
-	if count(reqs, c.m.launched, time.Now()).requests == 0 {
+	if count(reqs, c.m.Launched, time.Now()).requests == 0 {
 		return nil, fmt.Errorf("the audit log %s has no request of user %s", c.cp.auditLog, c.opts.operatorUser)
 	}
 	return reqs, nil

@@ -22,17 +22,10 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-)
 
-// auditPolicy logs every request once, at Metadata level: when its response completes (or,
-// for a watch, when the response starts and again when it ends).
-const auditPolicy = `apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages:
-- RequestReceived
-rules:
-- level: Metadata
-`
+	"github.com/kubevirt/virt-advisor-operator/internal/testenv"
+	testcluster "github.com/kubevirt/virt-advisor-operator/test/cluster"
+)
 
 // fieldManager is the field manager of the benchmark's own writes.
 const fieldManager = "virt-advisor-bench"
@@ -51,85 +44,60 @@ type controlPlane struct {
 	apiserverLog       *os.File
 }
 
-// startControlPlane starts a control plane in dir, with the project's CRD, the test CRDs
-// of the kinds the profiles write and the upstream CRDs given, and the audit log in
-// dir/audit.log.
-func startControlPlane(opts *options, upstreamCRDs []string, dir string) (*controlPlane, error) {
-	policy := filepath.Join(dir, "audit-policy.yaml")
-	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
-		return nil, err
-	}
-	apiLog, err := os.Create(filepath.Join(dir, "apiserver.log"))
+// startControlPlane starts a control plane in dir with the CRDs of a cluster the operator
+// runs in (testenv.ClusterCRDs), those of testcluster.UpstreamCRDFiles if upstream is
+// set, and the API server's audit log (testenv.Audit) in dir/audit.log.
+func startControlPlane(opts *options, upstream bool, dir string) (cp *controlPlane, err error) {
+	env, err := testenv.NewWithAssets(opts.assets, testenv.ClusterCRDs()...)
 	if err != nil {
 		return nil, err
 	}
-	cp := &controlPlane{auditLog: filepath.Join(dir, "audit.log"), apiserverLog: apiLog}
-	crdPaths := []string{
-		filepath.Join(opts.root, "config", "crd", "bases"),
-		filepath.Join(opts.root, "test", "crds", "base"),
-		filepath.Join(opts.root, "test", "crds", "kubedescheduler", "4.20"),
+	if upstream {
+		if env.CRDs, err = testcluster.UpstreamCRDsIn(opts.upstreamCRDs); err != nil {
+			return nil, err
+		}
 	}
-	for _, f := range upstreamCRDs {
-		crdPaths = append(crdPaths, filepath.Join(opts.upstreamCRDs, filepath.FromSlash(f)))
+	env.ControlPlaneStartTimeout, env.ControlPlaneStopTimeout = time.Minute, 30*time.Second
+	cp = &controlPlane{env: env}
+	if cp.auditLog, err = testenv.Audit(env, dir); err != nil {
+		return nil, err
 	}
-	cp.env = &envtest.Environment{
-		BinaryAssetsDirectory:    opts.assets,
-		CRDDirectoryPaths:        crdPaths,
-		ErrorIfCRDPathMissing:    true,
-		ControlPlaneStartTimeout: time.Minute,
-		ControlPlaneStopTimeout:  30 * time.Second,
+	if cp.apiserverLog, err = testenv.LogAPIServer(env, filepath.Join(dir, "apiserver.log")); err != nil {
+		return nil, err
 	}
-	api := cp.env.ControlPlane.GetAPIServer()
-	api.Out, api.Err = apiLog, apiLog
-	api.Configure().
-		Set("audit-policy-file", policy).
-		Set("audit-log-path", cp.auditLog).
-		Set("audit-log-format", "json").
-		Set("audit-log-mode", "blocking")
-
-	if _, err := cp.env.Start(); err != nil {
-		_ = cp.env.Stop()
-		_ = apiLog.Close()
+	if _, err := env.Start(); err != nil {
+		_ = env.Stop()
+		_ = cp.apiserverLog.Close()
 		return nil, fmt.Errorf("start the control plane: %w", err)
 	}
-
-	if cp.operatorKubeconfig, err = cp.kubeconfig(opts.operatorUser, dir); err != nil {
-		cp.stop()
+	defer func() {
+		if err != nil {
+			cp.stop()
+		}
+	}()
+	if cp.operatorKubeconfig, err = cp.userKubeconfig(opts.operatorUser, dir); err != nil {
 		return nil, err
 	}
 
-	cfg := rest.CopyConfig(cp.env.Config)
+	cfg := rest.CopyConfig(env.Config)
 	cfg.QPS, cfg.Burst = 1000, 2000
 	cp.cfg = cfg
 	if cp.dyn, err = dynamic.NewForConfig(cfg); err != nil {
-		cp.stop()
 		return nil, err
 	}
 	disc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
-		cp.stop()
 		return nil, err
 	}
 	cp.mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
 	return cp, nil
 }
 
-// kubeconfig writes dir/<user>.kubeconfig for a new user of group system:masters and
+// userKubeconfig writes dir/<user>.kubeconfig for a new user of group system:masters and
 // returns its path.
-func (cp *controlPlane) kubeconfig(user, dir string) (string, error) {
-	u, err := cp.env.AddUser(envtest.User{Name: user, Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		return "", fmt.Errorf("add the user %s: %w", user, err)
-	}
-	data, err := u.KubeConfig()
-	if err != nil {
-		return "", fmt.Errorf("the kubeconfig of %s: %w", user, err)
-	}
+func (cp *controlPlane) userKubeconfig(user, dir string) (string, error) {
 	path := filepath.Join(dir, user+".kubeconfig")
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		return "", err
-	}
-	return path, nil
+	return path, testenv.WriteUserKubeconfig(cp.env, user, path)
 }
 
 func (cp *controlPlane) stop() {

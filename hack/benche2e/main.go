@@ -51,6 +51,7 @@ import (
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	testcluster "github.com/kubevirt/virt-advisor-operator/test/cluster"
 	"github.com/kubevirt/virt-advisor-operator/test/poolsim"
 )
 
@@ -61,9 +62,9 @@ type profileCase struct {
 	name    string
 	profile string
 	sample  string
-	// upstreamCRDs are the CRDs of the operators the profile's targets belong to, as files
-	// "<group>/<plural>.yaml" of the upstream CRD directory (-upstream-crds).
-	upstreamCRDs []string
+	// upstreamCRDs installs the upstream CRDs of the operators the profiles' targets belong
+	// to (testcluster.UpstreamCRDFiles, from -upstream-crds).
+	upstreamCRDs bool
 	// baseline are further manifests, relative to the repository root, applied in order
 	// after mock_baseline_resources.yaml and before the manager starts.
 	baseline []string
@@ -84,7 +85,7 @@ var profileCases = []profileCase{
 		name:         "platform-baseline",
 		profile:      "platform-baseline",
 		sample:       "config/samples/baseline_sample.yaml",
-		upstreamCRDs: allProfilesCRDs,
+		upstreamCRDs: true,
 		baseline:     []string{"test/e2e/testdata/platform_baseline_cluster.yaml"},
 	},
 }
@@ -222,51 +223,55 @@ func copyExecutable(from, to string) error {
 	return out.Close()
 }
 
+// parseFlags reads the command line. The flags are a set of the benchmark's own: the test
+// helpers it links register theirs (Ginkgo's, controller-runtime's -kubeconfig) on the
+// process's default set, and none of them is the benchmark's.
 func parseFlags() (*options, error) {
+	flags := flag.NewFlagSet("benche2e", flag.ExitOnError)
 	opts := &options{}
 	var profiles, nodeCounts string
 	var idleSeconds int
 	var large bool
-	flag.StringVar(&opts.root, "root", ".", "The repository root: CRDs, samples and baseline are read from it.")
-	flag.StringVar(&opts.assets, "assets", os.Getenv("KUBEBUILDER_ASSETS"),
+	flags.StringVar(&opts.root, "root", ".", "The repository root: samples and baseline manifests are read from it.")
+	flags.StringVar(&opts.assets, "assets", os.Getenv("KUBEBUILDER_ASSETS"),
 		"Directory of kube-apiserver and etcd (default $KUBEBUILDER_ASSETS).")
-	flag.StringVar(&opts.upstreamCRDs, "upstream-crds", os.Getenv("UPSTREAM_CRDS"),
+	flags.StringVar(&opts.upstreamCRDs, "upstream-crds", os.Getenv("UPSTREAM_CRDS"),
 		"Directory of the upstream CRDs some profiles install (default $UPSTREAM_CRDS, else <root>/../shared/upstream-crds).")
-	flag.StringVar(&opts.manager, "manager", os.Getenv("MANAGER_BINARY"), "The manager binary (default $MANAGER_BINARY).")
-	flag.IntVar(&opts.runs, "runs", 3, "Runs per profile case, each on a fresh control plane.")
-	flag.StringVar(&profiles, "profiles", "",
+	flags.StringVar(&opts.manager, "manager", os.Getenv("MANAGER_BINARY"), "The manager binary (default $MANAGER_BINARY).")
+	flags.IntVar(&opts.runs, "runs", 3, "Runs per profile case, each on a fresh control plane.")
+	flags.StringVar(&profiles, "profiles", "",
 		"Comma-separated profiles whose cases run (default: all; none: no profile case).")
-	flag.DurationVar(&opts.settle, "settle", 2*time.Second,
+	flags.DurationVar(&opts.settle, "settle", 2*time.Second,
 		"Wait after /readyz answers before the plan stage, so that start-up requests stay out of it.")
-	flag.DurationVar(&opts.planTimeout, "plan-timeout", 2*time.Minute, "Longest wait for ReviewRequired.")
-	flag.DurationVar(&opts.applyTimeout, "apply-timeout", 2*time.Minute, "Longest wait for Completed.")
-	flag.DurationVar(&opts.startupDeadline, "startup-timeout", time.Minute, "Longest wait for the manager's /readyz.")
-	flag.BoolVar(&opts.keep, "keep", false,
+	flags.DurationVar(&opts.planTimeout, "plan-timeout", 2*time.Minute, "Longest wait for ReviewRequired.")
+	flags.DurationVar(&opts.applyTimeout, "apply-timeout", 2*time.Minute, "Longest wait for Completed.")
+	flags.DurationVar(&opts.startupDeadline, "startup-timeout", time.Minute, "Longest wait for the manager's /readyz.")
+	flags.BoolVar(&opts.keep, "keep", false,
 		"Keep every run's directory (logs, audit log); failed runs keep theirs anyway.")
-	flag.StringVar(&opts.operatorUser, "operator-user", "virt-advisor-bench-operator",
+	flags.StringVar(&opts.operatorUser, "operator-user", "virt-advisor-bench-operator",
 		"The user the manager authenticates as; the audit log counts its requests.")
-	flag.StringVar(&opts.managerNS, "namespace", "virt-advisor-bench", "The namespace the manager runs in (--namespace).")
-	flag.DurationVar(&opts.renderDelay, "render-delay", 100*time.Millisecond,
+	flags.StringVar(&opts.managerNS, "namespace", "virt-advisor-bench", "The namespace the manager runs in (--namespace).")
+	flags.DurationVar(&opts.renderDelay, "render-delay", 100*time.Millisecond,
 		"The pool simulator's render delay (the Machine Config Operator's is 5s): "+
 			"short, so that the manager's own time stays visible.")
-	flag.DurationVar(&opts.scenarioRenderDelay, "scenario-render-delay", poolsim.DefaultRenderDelay,
+	flags.DurationVar(&opts.scenarioRenderDelay, "scenario-render-delay", poolsim.DefaultRenderDelay,
 		"The pool simulator's render delay in the reboot scenarios: the Machine Config Operator's, "+
 			"since it decides which changes one render, so one reboot, takes together.")
-	flag.DurationVar(&opts.rebootTime, "reboot-time", 100*time.Millisecond,
+	flags.DurationVar(&opts.rebootTime, "reboot-time", 100*time.Millisecond,
 		"How long a simulated node takes to reboot into a new configuration.")
-	flag.IntVar(&idleSeconds, "idle-seconds", 60, "The idle window after Completed, in seconds.")
-	flag.BoolVar(&large, "large", true,
+	flags.IntVar(&idleSeconds, "idle-seconds", 60, "The idle window after Completed, in seconds.")
+	flags.BoolVar(&large, "large", true,
 		"Also run load-aware-rebalancing among 500 MachineConfigs of 100 KiB and 5,000 ConfigMaps.")
-	flag.BoolVar(&opts.scenarios, "scenarios", true,
+	flags.BoolVar(&opts.scenarios, "scenarios", true,
 		"Run the reboot scenarios (6 workers, 3 masters): the full platform-baseline sample, "+
 			"the three profiles together and one after the other.")
-	flag.StringVar(&nodeCounts, "node-counts", "6,3000",
+	flags.StringVar(&nodeCounts, "node-counts", "6,3000",
 		"Comma-separated worker Node counts of the node-scale cases (a platform-baseline plan); empty: none.")
-	flag.DurationVar(&opts.rssSettle, "rss-settle", 10*time.Second,
+	flags.DurationVar(&opts.rssSettle, "rss-settle", 10*time.Second,
 		"Wait after ReviewRequired before the node-scale cases read the manager's memory.")
-	flag.StringVar(&opts.pprofDir, "pprof-dir", "",
+	flags.StringVar(&opts.pprofDir, "pprof-dir", "",
 		"Write the manager's heap profile of each node-scale case to this directory.")
-	flag.Parse()
+	_ = flags.Parse(os.Args[1:])
 
 	if opts.assets == "" {
 		return nil, errors.New("set KUBEBUILDER_ASSETS (or -assets) to the directory of kube-apiserver and etcd: " +
@@ -329,22 +334,35 @@ func parseFlags() (*options, error) {
 			}
 		}
 	}
-	if opts.scenarios || len(opts.nodeCounts) > 0 {
-		for _, f := range allProfilesCRDs {
-			if _, err := os.Stat(filepath.Join(opts.upstreamCRDs, filepath.FromSlash(f))); err != nil {
-				return nil, fmt.Errorf("the scenarios need the upstream CRD %s (set UPSTREAM_CRDS or -upstream-crds): %w", f, err)
-			}
-		}
-	}
-	for _, pc := range opts.profiles {
-		for _, f := range pc.upstreamCRDs {
-			if _, err := os.Stat(filepath.Join(opts.upstreamCRDs, filepath.FromSlash(f))); err != nil {
-				return nil, fmt.Errorf("profile %s needs the upstream CRD %s (set UPSTREAM_CRDS or -upstream-crds to "+
-					"the directory of the upstream CRDs): %w", pc.name, f, err)
-			}
-		}
+	if err := checkUpstreamCRDs(opts); err != nil {
+		return nil, err
 	}
 	return opts, nil
+}
+
+// checkUpstreamCRDs fails when a case to run needs the upstream CRDs and -upstream-crds
+// does not hold them.
+func checkUpstreamCRDs(opts *options) error {
+	var need string
+	switch {
+	case opts.scenarios || len(opts.nodeCounts) > 0:
+		need = "the scenarios need"
+	default:
+		for _, pc := range opts.profiles {
+			if pc.upstreamCRDs {
+				need = "profile " + pc.name + " needs"
+				break
+			}
+		}
+	}
+	if need == "" {
+		return nil
+	}
+	if _, err := testcluster.UpstreamCRDsIn(opts.upstreamCRDs); err != nil {
+		return fmt.Errorf("%s the upstream CRDs (set UPSTREAM_CRDS or -upstream-crds to the directory of the "+
+			"upstream CRDs): %w", need, err)
+	}
+	return nil
 }
 
 var started = time.Now()

@@ -7,24 +7,20 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
+
+	testcluster "github.com/kubevirt/virt-advisor-operator/test/cluster"
 )
 
-// managerProc is the manager binary running against the control plane as the operator's user.
+// managerProc is the manager binary running against the control plane as the operator's
+// user (testcluster.Launch).
 type managerProc struct {
-	cmd     *exec.Cmd
-	logPath string
-	// launched is when the process was started, ready when its /readyz first answered 200.
-	launched, ready time.Time
-	done            chan struct{}
-	exitErr         error
-	stopOnce        sync.Once
+	*testcluster.Manager
+	// ready is when its /readyz first answered 200.
+	ready time.Time
 }
 
 // startManager starts the manager, with the benchmark's flags and extraArgs, and waits
@@ -32,11 +28,6 @@ type managerProc struct {
 func startManager(ctx context.Context, opts *options, cp *controlPlane, dir string,
 	extraArgs ...string) (*managerProc, error) {
 	port, err := freePort()
-	if err != nil {
-		return nil, err
-	}
-	m := &managerProc{logPath: filepath.Join(dir, "manager.log"), done: make(chan struct{})}
-	logFile, err := os.Create(m.logPath)
 	if err != nil {
 		return nil, err
 	}
@@ -50,19 +41,12 @@ func startManager(ctx context.Context, opts *options, cp *controlPlane, dir stri
 		"--health-poll-interval=1s",
 		"--advertise-profiles=false",
 	)
-	m.cmd = exec.Command(opts.manager, append(args, extraArgs...)...)
-	m.cmd.Env = append(os.Environ(), "KUBECONFIG="+cp.operatorKubeconfig)
-	m.cmd.Stdout, m.cmd.Stderr = logFile, logFile
-	m.launched = time.Now()
-	if err := m.cmd.Start(); err != nil {
-		_ = logFile.Close()
-		return nil, fmt.Errorf("start %s: %w", opts.manager, err)
+	proc, err := testcluster.Launch(opts.manager, cp.operatorKubeconfig, filepath.Join(dir, "manager.log"),
+		append(args, extraArgs...)...)
+	if err != nil {
+		return nil, err
 	}
-	go func() {
-		m.exitErr = m.cmd.Wait()
-		_ = logFile.Close()
-		close(m.done)
-	}()
+	m := &managerProc{Manager: proc}
 
 	client := &http.Client{Timeout: time.Second}
 	url := "http://" + probe + "/readyz"
@@ -76,8 +60,8 @@ func startManager(ctx context.Context, opts *options, cp *controlPlane, dir stri
 		case <-ctx.Done():
 			m.stop()
 			return nil, ctx.Err()
-		case <-m.done:
-			return nil, fmt.Errorf("the manager exited before it was ready (%v):\n%s", m.exitErr, m.logTail())
+		case <-m.Done():
+			return nil, fmt.Errorf("the manager exited before it was ready (%v):\n%s", m.ExitErr(), m.logTail())
 		case <-deadline:
 			m.stop()
 			return nil, fmt.Errorf("the manager's %s did not answer 200 within %s:\n%s", url, opts.startupDeadline, m.logTail())
@@ -109,19 +93,9 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// exited tells whether the manager is no longer running.
-func (m *managerProc) exited() bool {
-	select {
-	case <-m.done:
-		return true
-	default:
-		return false
-	}
-}
-
 // memory is the manager's resident set size: its peak so far (VmHWM) and now (VmRSS), in MiB.
 func (m *managerProc) memory() (peak, now float64, err error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", m.cmd.Process.Pid))
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", m.Pid()))
 	if err != nil {
 		return 0, 0, err
 	}
@@ -148,40 +122,20 @@ func (m *managerProc) memory() (peak, now float64, err error) {
 		return 0, 0, err
 	}
 	if found != 2 {
-		return 0, 0, fmt.Errorf("no VmHWM or VmRSS in /proc/%d/status", m.cmd.Process.Pid)
+		return 0, 0, fmt.Errorf("no VmHWM or VmRSS in /proc/%d/status", m.Pid())
 	}
 	return peak, now, nil
 }
 
-// stop ends the manager: SIGTERM, and SIGKILL if it is still running 15s later.
+// stop ends the manager: an interrupt, and SIGKILL if it is still running 15s later.
 func (m *managerProc) stop() {
-	m.stopOnce.Do(func() {
-		if m.exited() {
-			return
-		}
-		_ = m.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-m.done:
-		case <-time.After(15 * time.Second):
-			logf("the manager did not stop within 15s of SIGTERM: killing it")
-			_ = m.cmd.Process.Kill()
-			<-m.done
-		}
-	})
+	if m.Terminate() {
+		logf("the manager did not stop within 15s of an interrupt: killed it")
+	}
 }
 
 // logTailLines is how much of the manager's log an error shows.
 const logTailLines = 20
 
 // logTail is the end of the manager's log.
-func (m *managerProc) logTail() string {
-	data, err := os.ReadFile(m.logPath)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > logTailLines {
-		lines = lines[len(lines)-logTailLines:]
-	}
-	return strings.Join(lines, "\n")
-}
+func (m *managerProc) logTail() string { return m.LogTail(logTailLines) }

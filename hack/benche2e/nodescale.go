@@ -40,7 +40,7 @@ func runNodeScale(ctx context.Context, opts *options, workers int) (res nodeScal
 	kind := nodeKind{role: "worker", mcoAnnotations: true, renderedConfig: nodeScaleRendered}
 	start := time.Now()
 	c, err := newCluster(ctx, opts, fmt.Sprintf("nodes-%d", workers), clusterSetup{
-		upstreamCRDs: allProfilesCRDs,
+		upstreamCRDs: true,
 		manifests:    []string{scenarioManifest},
 		nodes:        []nodeSet{{kind: kind, count: workers}},
 	})

@@ -86,8 +86,8 @@ func runOnce(ctx context.Context, opts *options, pc profileCase, n int) (res run
 		return res, ctx.Err()
 	case <-time.After(time.Until(idleEnd)):
 	}
-	if c.m.exited() {
-		return res, fmt.Errorf("the manager exited during the idle window (%v):\n%s", c.m.exitErr, c.m.logTail())
+	if c.m.Exited() {
+		return res, fmt.Errorf("the manager exited during the idle window (%v):\n%s", c.m.ExitErr(), c.m.logTail())
 	}
 	res = runResult{name: pc.name, run: n}
 	if res.peakRSSMiB, res.rssAfterMiB, err = c.m.memory(); err != nil {
@@ -102,7 +102,7 @@ func runOnce(ctx context.Context, opts *options, pc profileCase, n int) (res run
 			pc.name, gap.requests, stagePlan, applyStart.Sub(reviewAt).Seconds())
 	}
 	res.stages = []stageResult{
-		{name: stageStartup, seconds: c.m.ready.Sub(c.m.launched).Seconds(), counts: count(reqs, c.m.launched, planStart)},
+		{name: stageStartup, seconds: c.m.ready.Sub(c.m.Launched).Seconds(), counts: count(reqs, c.m.Launched, planStart)},
 		{name: stagePlan, seconds: reviewAt.Sub(planStart).Seconds(), counts: count(reqs, planStart, reviewAt)},
 		{name: stageApply, seconds: doneAt.Sub(applyStart).Seconds(), counts: count(reqs, applyStart, doneAt)},
 	}

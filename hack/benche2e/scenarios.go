@@ -26,13 +26,6 @@ const (
 // scenarioManifest adds the master pool and the Self Node Remediation template.
 const scenarioManifest = "hack/benche2e/testdata/scenario_cluster.yaml"
 
-// allProfilesCRDs are the upstream CRDs every profile's targets need together.
-var allProfilesCRDs = []string{
-	"machineconfiguration.openshift.io/kubeletconfigs.yaml",
-	"remediation.medik8s.io/nodehealthchecks.yaml",
-	"self-node-remediation.medik8s.io/selfnoderemediationtemplates.yaml",
-}
-
 // scenario is a way of approving one or more configs.
 type scenario struct {
 	name string
@@ -79,7 +72,7 @@ type scenarioResult struct {
 // after the other; a config that asks for an approval again is given it.
 func runScenario(ctx context.Context, opts *options, sc scenario) (res scenarioResult, err error) {
 	c, err := newCluster(ctx, opts, "scenario", clusterSetup{
-		upstreamCRDs: allProfilesCRDs,
+		upstreamCRDs: true,
 		manifests:    []string{scenarioManifest},
 		nodes: []nodeSet{
 			{kind: nodeKind{role: "worker"}, count: scenarioWorkers},

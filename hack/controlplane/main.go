@@ -17,8 +17,8 @@ import (
 
 func main() {
 	kubeconfig := flag.String("write-kubeconfig", "", "Where to write the admin kubeconfig (required).")
-	defaultCRDs := []string{testenv.OwnCRDs, testenv.BaseCRDs, testenv.DeschedulerCRDs("4.20")}
-	crds := flag.String("crds", strings.Join(defaultCRDs, ","), "Comma-separated directories of CRDs to install.")
+	crds := flag.String("crds", strings.Join(testenv.ClusterCRDs(), ","),
+		"Comma-separated directories of CRDs to install.")
 	flag.Parse()
 	if *kubeconfig == "" {
 		fmt.Fprintln(os.Stderr, "controlplane: --write-kubeconfig is required")

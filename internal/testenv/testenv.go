@@ -44,6 +44,12 @@ func DeschedulerCRDs(generation string) string {
 	return Path("test", "crds", "kubedescheduler", generation)
 }
 
+// ClusterCRDs are the CRD directories of a cluster the operator runs in: OwnCRDs, BaseCRDs
+// and the KubeDescheduler CRD of 4.20.
+func ClusterCRDs() []string {
+	return []string{OwnCRDs, BaseCRDs, DeschedulerCRDs("4.20")}
+}
+
 // Scheme is the operator's scheme.
 func Scheme() *k8sruntime.Scheme { return controller.NewScheme() }
 
@@ -55,6 +61,11 @@ func New(crdDirs ...string) (*envtest.Environment, error) {
 		return nil, fmt.Errorf("KUBEBUILDER_ASSETS is not set: run the tests with `make test`, " +
 			"or export KUBEBUILDER_ASSETS=$(make -s envtest)")
 	}
+	return NewWithAssets(assets, crdDirs...)
+}
+
+// NewWithAssets is New with kube-apiserver and etcd taken from the directory assets.
+func NewWithAssets(assets string, crdDirs ...string) (*envtest.Environment, error) {
 	for _, bin := range []string{"kube-apiserver", "etcd"} {
 		if _, err := os.Stat(filepath.Join(assets, bin)); err != nil {
 			return nil, fmt.Errorf("KUBEBUILDER_ASSETS=%s has no %s: run `make envtest`", assets, bin)

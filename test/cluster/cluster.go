@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -41,9 +42,15 @@ var UpstreamCRDFiles = []string{
 
 // UpstreamCRDs reads the CRDs of UpstreamCRDFiles.
 func UpstreamCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	return UpstreamCRDsIn(testenv.UpstreamCRDs())
+}
+
+// UpstreamCRDsIn reads the CRDs of UpstreamCRDFiles from the directory dir of the upstream
+// CRDs.
+func UpstreamCRDsIn(dir string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	crds := make([]*apiextensionsv1.CustomResourceDefinition, 0, len(UpstreamCRDFiles))
 	for _, f := range UpstreamCRDFiles {
-		crd, err := testenv.ReadCRD(filepath.Join(testenv.UpstreamCRDs(), filepath.FromSlash(f)))
+		crd, err := testenv.ReadCRD(filepath.Join(dir, filepath.FromSlash(f)))
 		if err != nil {
 			return nil, err
 		}
@@ -83,9 +90,15 @@ func InstallRBAC() ([]byte, error) {
 // Manager is the manager binary running against a control plane.
 type Manager struct {
 	cmd *exec.Cmd
-	log *os.File
 	// LogPath is the manager's log.
 	LogPath string
+	// Launched is when the process was started.
+	Launched time.Time
+
+	done     chan struct{}
+	exitErr  error
+	stopOnce sync.Once
+	killed   bool
 }
 
 // StartManager runs the manager binary bin against the API server of admin with the
@@ -96,36 +109,83 @@ func StartManager(ctx context.Context, admin *rest.Config, bin, workDir string) 
 	if err := satoken.WriteKubeconfig(ctx, admin, OperatorNamespace, ManagerServiceAccount, kubeconfig); err != nil {
 		return nil, err
 	}
-	m := &Manager{LogPath: filepath.Join(workDir, "manager.log")}
-	var err error
-	if m.log, err = os.Create(m.LogPath); err != nil {
-		return nil, err
-	}
-	m.cmd = exec.Command(bin,
+	return Launch(bin, kubeconfig, filepath.Join(workDir, "manager.log"),
 		"--leader-elect", "--namespace="+OperatorNamespace,
 		"--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:0", "--health-poll-interval=1s")
+}
+
+// Launch runs the manager binary bin with args and the credentials of kubeconfig, and
+// writes its output to the new file logPath.
+func Launch(bin, kubeconfig, logPath string, args ...string) (*Manager, error) {
+	log, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	m := &Manager{cmd: exec.Command(bin, args...), LogPath: logPath, done: make(chan struct{})}
 	m.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
-	m.cmd.Stdout, m.cmd.Stderr = m.log, m.log
+	m.cmd.Stdout, m.cmd.Stderr = log, log
+	m.Launched = time.Now()
 	if err := m.cmd.Start(); err != nil {
-		_ = m.log.Close()
+		_ = log.Close()
 		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
+	go func() {
+		m.exitErr = m.cmd.Wait()
+		_ = log.Close()
+		close(m.done)
+	}()
 	return m, nil
 }
 
-// Stop interrupts the manager, kills it if it does not stop within 15 seconds, and fails
-// when the API server denied it a request: dist/install.yaml lacks a permission.
-func (m *Manager) Stop() error {
-	_ = m.cmd.Process.Signal(os.Interrupt)
-	done := make(chan struct{})
-	go func() { _ = m.cmd.Wait(); close(done) }()
+// Done is closed once the process has ended.
+func (m *Manager) Done() <-chan struct{} { return m.done }
+
+// Exited tells whether the process has ended.
+func (m *Manager) Exited() bool {
 	select {
-	case <-done:
-	case <-time.After(15 * time.Second):
-		_ = m.cmd.Process.Kill()
-		<-done
+	case <-m.done:
+		return true
+	default:
+		return false
 	}
-	_ = m.log.Close()
+}
+
+// ExitErr is how the process ended (nil while it runs, or if it exited with status 0).
+func (m *Manager) ExitErr() error {
+	if !m.Exited() {
+		return nil
+	}
+	return m.exitErr
+}
+
+// Pid is the process ID of the manager.
+func (m *Manager) Pid() int { return m.cmd.Process.Pid }
+
+// Terminate interrupts the manager and kills it if it does not stop within 15 seconds; it
+// returns once the process has ended, and tells whether it had to be killed. Calling it
+// again only waits for that.
+func (m *Manager) Terminate() (killed bool) {
+	m.stopOnce.Do(func() {
+		if m.Exited() {
+			return
+		}
+		_ = m.cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-m.done:
+		case <-time.After(15 * time.Second):
+			_ = m.cmd.Process.Kill()
+			<-m.done
+			m.killed = true
+		}
+	})
+	<-m.done
+	return m.killed
+}
+
+// Stop terminates the manager and fails when the API server denied it a request:
+// dist/install.yaml lacks a permission.
+func (m *Manager) Stop() error {
+	m.Terminate()
 	data, err := os.ReadFile(m.LogPath)
 	if err != nil {
 		return err
@@ -135,4 +195,17 @@ func (m *Manager) Stop() error {
 		return errors.New("the API server denied the manager a request: dist/install.yaml lacks a permission")
 	}
 	return nil
+}
+
+// LogTail is the last n lines of the manager's log.
+func (m *Manager) LogTail(n int) string {
+	data, err := os.ReadFile(m.LogPath)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }

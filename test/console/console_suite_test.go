@@ -88,7 +88,7 @@ var _ = BeforeSuite(func() {
 	Expect(os.MkdirAll(screenshots, 0o755)).To(Succeed())
 
 	var err error
-	env, err = testenv.New(testenv.OwnCRDs, testenv.BaseCRDs, testenv.DeschedulerCRDs("4.20"))
+	env, err = testenv.New(testenv.ClusterCRDs()...)
 	Expect(err).NotTo(HaveOccurred())
 	env.CRDs, err = cluster.UpstreamCRDs()
 	Expect(err).NotTo(HaveOccurred())

@@ -56,7 +56,7 @@ var _ = BeforeSuite(func() {
 	Expect(managerBin).NotTo(BeEmpty(), "set MANAGER_BINARY to the manager binary (make test-e2e builds it)")
 
 	var err error
-	env, err = testenv.New(testenv.OwnCRDs, testenv.BaseCRDs, testenv.DeschedulerCRDs("4.20"))
+	env, err = testenv.New(testenv.ClusterCRDs()...)
 	Expect(err).NotTo(HaveOccurred())
 	env.CRDs = upstreamCRDs()
 	_, err = env.Start()

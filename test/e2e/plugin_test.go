@@ -62,7 +62,7 @@ func startPluginCluster(upstream ...string) *pluginCluster {
 	Expect(os.Mkdir(pc.pathDir, 0o755)).To(Succeed())
 	Expect(os.Symlink(bin, filepath.Join(pc.pathDir, "kubectl-virt_advisor"))).To(Succeed())
 
-	pluginEnv, err := testenv.New(testenv.OwnCRDs, testenv.BaseCRDs, testenv.DeschedulerCRDs("4.20"))
+	pluginEnv, err := testenv.New(testenv.ClusterCRDs()...)
 	Expect(err).NotTo(HaveOccurred())
 	for _, f := range upstream {
 		crd, err := testenv.ReadCRD(upstreamCRD(f))

@@ -10,12 +10,12 @@ import (
 	"os"
 	"sort"
 	"strings"
-	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
 	"github.com/kubevirt/virt-advisor-operator/internal/plan"
+	"github.com/kubevirt/virt-advisor-operator/internal/testenv"
 )
 
 // auditLog reads the API server's audit log (one JSON event per line).
@@ -23,26 +23,8 @@ type auditLog struct {
 	path string
 }
 
-// auditEvent is the part of an audit.k8s.io/v1 Event the tests read.
-type auditEvent struct {
-	Verb       string `json:"verb"`
-	RequestURI string `json:"requestURI"`
-	User       struct {
-		Username string `json:"username"`
-	} `json:"user"`
-	ObjectRef *struct {
-		Resource    string `json:"resource"`
-		Subresource string `json:"subresource"`
-		Namespace   string `json:"namespace"`
-		Name        string `json:"name"`
-		APIGroup    string `json:"apiGroup"`
-	} `json:"objectRef"`
-	ResponseStatus *struct {
-		Code int `json:"code"`
-	} `json:"responseStatus"`
-	Received time.Time `json:"requestReceivedTimestamp"`
-	Done     time.Time `json:"stageTimestamp"`
-}
+// auditEvent is an event of the audit log.
+type auditEvent testenv.AuditEvent
 
 // auditMark is a position in the audit log: the events after it happened after it was taken.
 type auditMark int64

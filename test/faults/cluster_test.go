@@ -19,9 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
@@ -108,14 +106,8 @@ func createNamespace(name string) {
 // system:masters, named in the audit log as name.
 func userKubeconfig(name string) string {
 	GinkgoHelper()
-	user, err := env.AddUser(envtest.User{Name: name, Groups: []string{"system:masters"}}, nil)
-	Expect(err).NotTo(HaveOccurred())
-	data, err := user.KubeConfig()
-	Expect(err).NotTo(HaveOccurred())
-	cfg, err := clientcmd.Load(data)
-	Expect(err).NotTo(HaveOccurred())
 	path := filepath.Join(workDir, name+".kubeconfig")
-	Expect(clientcmd.WriteToFile(*cfg, path)).To(Succeed())
+	Expect(testenv.WriteUserKubeconfig(env, name, path)).To(Succeed())
 	return path
 }
 

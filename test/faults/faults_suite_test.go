@@ -24,16 +24,6 @@ import (
 	"github.com/kubevirt/virt-advisor-operator/test/poolsim"
 )
 
-// auditPolicy logs every request once, when its response is complete, at Metadata level:
-// verb, URI (with fieldManager and dryRun), user and response code.
-const auditPolicy = `apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages:
-- RequestReceived
-rules:
-- level: Metadata
-`
-
 var (
 	ctx context.Context
 	env *envtest.Environment
@@ -69,25 +59,20 @@ var _ = BeforeSuite(func() {
 	workDir = GinkgoT().TempDir()
 
 	var err error
-	env, err = testenv.New(testenv.OwnCRDs, testenv.BaseCRDs, testenv.DeschedulerCRDs("4.20"))
+	env, err = testenv.New(testenv.ClusterCRDs()...)
 	Expect(err).NotTo(HaveOccurred())
 	api := env.ControlPlane.GetAPIServer()
 	// A certificate directory of our own survives a stop of the API server: started again,
 	// it serves the same certificates on the same port, so every kubeconfig still works.
 	api.CertDir = filepath.Join(workDir, "apiserver")
 	Expect(os.MkdirAll(api.CertDir, 0o700)).To(Succeed())
-	policy := filepath.Join(workDir, "audit-policy.yaml")
-	Expect(os.WriteFile(policy, []byte(auditPolicy), 0o600)).To(Succeed())
-	audit = &auditLog{path: filepath.Join(workDir, "audit.log")}
-	args := api.Configure()
-	args.Append("audit-policy-file", policy)
-	args.Append("audit-log-path", audit.path)
-	args.Append("audit-log-format", "json")
-	// One file for the whole run: no rotation.
-	args.Append("audit-log-maxsize", "100000")
-	apiLog, err := os.Create(filepath.Join(workDir, "kube-apiserver.log"))
+	// Every request once, at Metadata level: verb, URI (with fieldManager and dryRun), user
+	// and response code, in one file for the whole run.
+	auditPath, err := testenv.Audit(env, workDir)
 	Expect(err).NotTo(HaveOccurred())
-	api.Out, api.Err = apiLog, apiLog
+	audit = &auditLog{path: auditPath}
+	_, err = testenv.LogAPIServer(env, filepath.Join(workDir, "kube-apiserver.log"))
+	Expect(err).NotTo(HaveOccurred())
 
 	_, err = env.Start()
 	Expect(err).NotTo(HaveOccurred())

@@ -235,8 +235,7 @@ const (
 // startControlPlane starts the control plane and the operator; both stop when t ends.
 func startControlPlane(t *testing.T, managerBin string) *controlPlane {
 	t.Helper()
-	env, err := testenv.New(testenv.OwnCRDs, testenv.BaseCRDs, testenv.DeschedulerCRDs("4.20"),
-		testenv.Path("test", "crds", "monitoring"))
+	env, err := testenv.New(append(testenv.ClusterCRDs(), testenv.Path("test", "crds", "monitoring"))...)
 	if err != nil {
 		t.Fatalf("%v", err)
 	}

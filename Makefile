@@ -51,7 +51,22 @@ verify: manifests generate build-installer ## Fail if generated files (CRD, RBAC
 		if [ -n "$$long" ]; then echo "production files over 450 lines (split them along what the code is about):"; echo "$$long"; exit 1; fi
 
 .PHONY: test
-test: verify vet lint test-alerts envtest test-unit test-install test-e2e test-faults test-guide demo-check ## Run everything CI runs: verify, vet, lint, alert rules, unit + envtest suites, e2e, the fault tests, the user guide, and the demo.
+test: verify vet lint test-alerts envtest test-unit test-suites demo-check ## Run everything CI runs: verify, vet, lint, alert rules, unit + envtest suites, e2e, install, the fault tests, the user guide, and the demo.
+
+# The suites that run the manager binary mostly wait for it and for the pool simulator: they
+# run in two lanes side by side, each on control planes of its own, e2e in one and install,
+# faults and the guide one after the other in the other. The e2e lane's output follows the
+# other's.
+.PHONY: test-suites
+test-suites: envtest helm build build-installer ## Run the e2e suite beside the install, fault and guide suites.
+	@mkdir -p bin/suite-logs; \
+	( $(E2E_TEST) ) > bin/suite-logs/e2e.log 2>&1 & e2e=$$!; \
+	rest=0; ( $(INSTALL_TEST) ) && ( $(FAULTS_TEST) ) && ( $(GUIDE_TEST) ) || rest=$$?; \
+	e2e_rc=0; wait $$e2e || e2e_rc=$$?; \
+	echo "=== test-e2e (ran beside the other suites) ==="; cat bin/suite-logs/e2e.log; \
+	if [ $$e2e_rc -ne 0 ]; then echo "test-e2e failed (exit $$e2e_rc)"; fi; \
+	if [ $$rest -ne 0 ]; then echo "test-install, test-faults or test-guide failed (exit $$rest)"; fi; \
+	[ $$e2e_rc -eq 0 ] && [ $$rest -eq 0 ]
 
 .PHONY: test-unit
 test-unit: envtest ## Run the unit and envtest suites (real kube-apiserver + etcd).
@@ -59,23 +74,27 @@ test-unit: envtest ## Run the unit and envtest suites (real kube-apiserver + etc
 
 .PHONY: test-e2e
 test-e2e: envtest build build-installer ## Run the end-to-end test: the manager binary against a local control plane, driven by kubectl.
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" MANAGER_BINARY="$(CURDIR)/bin/manager" PLUGIN_BINARY="$(CURDIR)/bin/kubectl-virt_advisor" \
-		go test ./test/e2e/ -count=1 -timeout 15m -v -ginkgo.v
+	$(E2E_TEST)
+E2E_TEST = KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" MANAGER_BINARY="$(CURDIR)/bin/manager" PLUGIN_BINARY="$(CURDIR)/bin/kubectl-virt_advisor" \
+	go test ./test/e2e/ -count=1 -timeout 15m -v -ginkgo.v
 
 .PHONY: test-guide
 test-guide: envtest build ## Run every command of the user guide (docs/guide) against the manager binary on a local control plane.
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" MANAGER_BINARY="$(CURDIR)/bin/manager" \
-		go test ./test/guide/ -count=1 -timeout 10m -v
+	$(GUIDE_TEST)
+GUIDE_TEST = KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" MANAGER_BINARY="$(CURDIR)/bin/manager" \
+	go test ./test/guide/ -count=1 -timeout 10m -v
 
 .PHONY: test-faults
 test-faults: envtest build ## Run the fault tests: the manager binary killed, the API server restarted, 409s, a lost leader, deletions.
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" MANAGER_BINARY="$(CURDIR)/bin/manager" \
-		go test ./test/faults/ -count=1 -timeout 10m -v -ginkgo.v
+	$(FAULTS_TEST)
+FAULTS_TEST = KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" MANAGER_BINARY="$(CURDIR)/bin/manager" \
+	go test ./test/faults/ -count=1 -timeout 10m -v -ginkgo.v
 
 .PHONY: test-install
 test-install: envtest helm build-installer build ## Install the chart and dist/install.yaml on a local control plane with the real helm and kubectl; scrape the metrics with tokens.
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" HELM="$(HELM)" MANAGER_BINARY="$(CURDIR)/bin/manager" \
-		go test ./test/install/ -count=1 -timeout 10m -v -ginkgo.v
+	$(INSTALL_TEST)
+INSTALL_TEST = KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" HELM="$(HELM)" MANAGER_BINARY="$(CURDIR)/bin/manager" \
+	go test ./test/install/ -count=1 -timeout 10m -v -ginkgo.v
 
 .PHONY: demo-check
 demo-check: ## Run the demo walkthrough non-interactively (DEMO_EXIT=1).

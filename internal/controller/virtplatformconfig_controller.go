@@ -97,7 +97,7 @@ type VirtPlatformConfigReconciler struct {
 // so a step never starts from a status older than the operator's own last write; each
 // step's status is written with a patch guarded by the resourceVersion it started from,
 // before anything the step authorizes is written outside the config (see writeItem). A
-// status written by somebody else meanwhile ends the reconcile: the next one starts
+// status (or a pool) written by somebody else meanwhile ends the step: it is taken again
 // from a fresh read.
 func (r *VirtPlatformConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var vpc *advisorv1alpha1.VirtPlatformConfig

@@ -3,11 +3,9 @@ package targets
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -240,21 +238,16 @@ func (pp poolProgress) rolledOut() bool {
 // pools lists the MachineConfigPools that roll obj out, sorted by name; served is false
 // when the cluster has no MachineConfigPool kind at all.
 func (p poolRollout) pools(ctx context.Context, reader client.Reader, obj *unstructured.Unstructured) ([]unstructured.Unstructured, bool, error) {
-	list := &unstructured.UnstructuredList{}
-	list.SetGroupVersionKind(MachineConfigPool.ListGVK(MachineConfigPool.GVK.Version))
-	if err := reader.List(ctx, list); err != nil {
-		if meta.IsNoMatchError(err) {
-			return nil, false, nil
-		}
-		return nil, false, fmt.Errorf("list MachineConfigPools: %w", err)
+	all, served, err := ListPools(ctx, reader)
+	if err != nil || !served {
+		return nil, served, err
 	}
 	var out []unstructured.Unstructured
-	for i := range list.Items {
-		if p.selects(&list.Items[i], obj) {
-			out = append(out, list.Items[i])
+	for i := range all {
+		if p.selects(&all[i], obj) {
+			out = append(out, all[i])
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].GetName() < out[j].GetName() })
 	return out, true, nil
 }
 

@@ -21,21 +21,13 @@ import (
 
 	"github.com/kubevirt/virt-advisor-operator/internal/testenv"
 	"github.com/kubevirt/virt-advisor-operator/test/cluster"
-	"github.com/kubevirt/virt-advisor-operator/test/satoken"
-)
-
-// The operator's namespace and ServiceAccount in dist/install.yaml.
-const (
-	operatorNamespace     = cluster.OperatorNamespace
-	managerServiceAccount = cluster.ManagerServiceAccount
 )
 
 var (
 	env        *envtest.Environment
 	workDir    string
 	kubeconfig string
-	manager    *exec.Cmd
-	managerLog *os.File
+	manager    *cluster.Manager
 	managerBin string
 	// admin reads the control plane with the administrator's credentials.
 	admin client.Client
@@ -79,50 +71,27 @@ var _ = BeforeSuite(func() {
 	// bound by exactly the RBAC of dist/install.yaml (which also creates the namespace). A
 	// permission the workflow needs and install.yaml lacks fails the specs.
 	kubectl("apply", "--server-side", "-f", installRBAC())
-	managerKubeconfig := filepath.Join(workDir, "manager-kubeconfig")
-	Expect(satoken.WriteKubeconfig(context.Background(), env.Config,
-		operatorNamespace, managerServiceAccount, managerKubeconfig)).To(Succeed())
-
-	managerLog, err = os.Create(filepath.Join(workDir, "manager.log"))
+	manager, err = cluster.StartManager(context.Background(), env.Config, managerBin, workDir)
 	Expect(err).NotTo(HaveOccurred())
-	manager = exec.Command(managerBin,
-		"--leader-elect", "--namespace="+operatorNamespace,
-		"--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:0", "--health-poll-interval=1s")
-	manager.Env = append(os.Environ(), "KUBECONFIG="+managerKubeconfig)
-	manager.Stdout, manager.Stderr = managerLog, managerLog
-	Expect(manager.Start()).To(Succeed())
 })
 
 var _ = AfterSuite(func() {
 	if stopPoolSimulator != nil {
 		Expect(stopPoolSimulator()).To(Succeed(), "the pool simulator stops")
 	}
-	if manager != nil && manager.Process != nil {
-		_ = manager.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = manager.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			_ = manager.Process.Kill()
-		}
+	// The RBAC of dist/install.yaml allowed every request the manager made in the workflow.
+	if manager != nil {
+		Expect(manager.Stop()).To(Succeed())
 	}
 	if env != nil {
 		Expect(env.Stop()).To(Succeed())
-	}
-	// The RBAC of dist/install.yaml allowed every request the manager made in the workflow.
-	if managerLog != nil {
-		data, err := os.ReadFile(managerLog.Name())
-		Expect(err).NotTo(HaveOccurred())
-		Expect(string(data)).NotTo(MatchRegexp(`is forbidden: User \\?"system:serviceaccount:`),
-			"the API server denied the manager a request: dist/install.yaml lacks a permission")
 	}
 })
 
 // Show the manager's and the pool simulator's logs for a failed spec.
 var _ = ReportAfterEach(func(report SpecReport) {
-	if report.Failed() && managerLog != nil {
-		data, _ := os.ReadFile(managerLog.Name())
+	if report.Failed() && manager != nil {
+		data, _ := os.ReadFile(manager.LogPath)
 		AddReportEntry("manager log", string(data))
 	}
 	if report.Failed() && poolSimLog != "" {

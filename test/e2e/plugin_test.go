@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/kubevirt/virt-advisor-operator/internal/testenv"
+	"github.com/kubevirt/virt-advisor-operator/test/cluster"
 	"github.com/kubevirt/virt-advisor-operator/test/poolsim"
-	"github.com/kubevirt/virt-advisor-operator/test/satoken"
 )
 
 // pluginCluster is a control plane with a manager and a pool simulator of its own: the
@@ -84,32 +84,10 @@ func startPluginCluster(upstream ...string) *pluginCluster {
 
 	// The manager runs on its ServiceAccount's token with the RBAC of dist/install.yaml.
 	pc.kubectl("apply", "--server-side", "-f", installRBAC())
-	managerKubeconfig := filepath.Join(dir, "manager-kubeconfig")
-	Expect(satoken.WriteKubeconfig(context.Background(), pluginEnv.Config,
-		operatorNamespace, managerServiceAccount, managerKubeconfig)).To(Succeed())
-	log, err := os.Create(filepath.Join(dir, "manager.log"))
+	m, err := cluster.StartManager(context.Background(), pluginEnv.Config, managerBin, dir)
 	Expect(err).NotTo(HaveOccurred())
-	pc.managerLog = log.Name()
-	mgr := exec.Command(managerBin,
-		"--leader-elect", "--namespace="+operatorNamespace,
-		"--metrics-bind-address=0", "--health-probe-bind-address=127.0.0.1:0", "--health-poll-interval=1s")
-	mgr.Env = append(os.Environ(), "KUBECONFIG="+managerKubeconfig)
-	mgr.Stdout, mgr.Stderr = log, log
-	Expect(mgr.Start()).To(Succeed())
-	DeferCleanup(func() {
-		_ = mgr.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = mgr.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			_ = mgr.Process.Kill()
-		}
-		data, err := os.ReadFile(log.Name())
-		Expect(err).NotTo(HaveOccurred())
-		Expect(string(data)).NotTo(MatchRegexp(`is forbidden: User \\?"system:serviceaccount:`),
-			"the API server denied the manager a request: dist/install.yaml lacks a permission")
-	})
+	pc.managerLog = m.LogPath
+	DeferCleanup(func() { Expect(m.Stop()).To(Succeed()) })
 	return pc
 }
 

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"time"
 
@@ -34,20 +33,6 @@ import (
 	"github.com/kubevirt/virt-advisor-operator/internal/version"
 	"github.com/kubevirt/virt-advisor-operator/internal/watches"
 )
-
-// gcPercent is the manager's garbage collection target, where Go's default is 100. The
-// manager holds about 10 MiB of heap, and allocates in bursts while it decodes a large list
-// (the thousands of Nodes a platform-baseline plan reads, a page at a time and once as its
-// watch lists them): each burst's heap then peaks at one and a half times what it holds,
-// not twice, for collections an operator idle most of the time does not notice.
-const gcPercent = 50
-
-// setGCPercent sets gcPercent, unless the environment sets GOGC.
-func setGCPercent() {
-	if _, set := os.LookupEnv("GOGC"); !set {
-		debug.SetGCPercent(gcPercent)
-	}
-}
 
 func main() {
 	var (
@@ -98,7 +83,6 @@ func main() {
 		fmt.Println(version.Version)
 		return
 	}
-	setGCPercent()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
 	log := ctrl.Log.WithName("setup")
 	if err := lease.validate(); err != nil {

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"os"
-	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -27,21 +25,5 @@ func TestLeaseDurationsAreValidated(t *testing.T) {
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 			t.Errorf("%+v: got %v, want %q", tc.lease, err, tc.want)
 		}
-	}
-}
-
-func TestTheGarbageCollectionTargetIs50PercentUnlessGOGCIsSet(t *testing.T) {
-	defer debug.SetGCPercent(debug.SetGCPercent(100)) // the test starts from Go's default, and restores what it found
-	t.Setenv("GOGC", "200")
-	setGCPercent()
-	if got := debug.SetGCPercent(100); got != 100 {
-		t.Errorf("with GOGC set the manager must leave the target to it: got %d", got)
-	}
-	if err := os.Unsetenv("GOGC"); err != nil { // restored by t.Setenv
-		t.Fatal(err)
-	}
-	setGCPercent()
-	if got := debug.SetGCPercent(100); got != gcPercent {
-		t.Errorf("without GOGC the target must be %d, got %d", gcPercent, got)
 	}
 }

@@ -37,12 +37,11 @@ type rendering struct {
 // render reads the prerequisites and renders the profile through one recorder, the reads a
 // draft makes, so a rendering and a draft record the same inputs.
 func (r *VirtPlatformConfigReconciler) render(ctx context.Context, s *scope) *rendering {
-	rec := plan.NewRecorder(r.APIReader)
-	reader := r.watches.Reader(s.vpc.Name, rec)
-	if err := profiles.CheckPrerequisites(ctx, reader, s.profile.Prerequisites(s.opts)); err != nil {
+	rec := plan.NewRecorder(r.watches.Reader(r.APIReader))
+	if err := profiles.CheckPrerequisites(ctx, rec, s.profile.Prerequisites(s.opts)); err != nil {
 		return &rendering{rec: rec, err: err}
 	}
-	items, err := s.profile.Render(ctx, reader, s.opts)
+	items, err := s.profile.Render(ctx, rec, s.opts)
 	return &rendering{rec: rec, items: items, err: err}
 }
 

@@ -352,7 +352,7 @@ func (r *VirtPlatformConfigReconciler) SetupWithManager(mgr ctrl.Manager) error 
 	if err != nil {
 		return err
 	}
-	r.watches = watches.New(c, mgr.GetRESTMapper(), rest.CopyConfig(mgr.GetConfig()), mgr.GetHTTPClient(), mgr.GetScheme(),
+	r.watches = watches.New(c, mgr.GetCache(), mgr.GetRESTMapper(), rest.CopyConfig(mgr.GetConfig()), mgr.GetHTTPClient(), mgr.GetScheme(),
 		mgr.GetLogger().WithName("watches"))
 	if err := mgr.Add(r.watches); err != nil {
 		return err

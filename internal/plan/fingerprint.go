@@ -14,16 +14,19 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
+	"github.com/kubevirt/virt-advisor-operator/internal/nodeconfig"
 )
 
 // inputFingerprint is what counts of one input for the plan: for a CRD which spec it has
-// (see crdFingerprint), for a Node its labels (hardware facts), for anything else its spec
-// and labels. Status and metadata noise never count, so a status update is no input change.
+// (see crdFingerprint), for a Node the facts the profiles decide from (see nodeFingerprint),
+// for anything else its spec and labels. Status and metadata noise never count, so a status
+// update is no input change.
 func inputFingerprint(gvk schema.GroupVersionKind, obj map[string]any) any {
 	labels, _, _ := unstructured.NestedMap(obj, "metadata", "labels")
 	switch gvk.GroupKind() {
-	case schema.GroupKind{Group: "", Kind: "Node"}:
-		return labels
+	case nodeGroupKind:
+		strs, _, _ := unstructured.NestedStringMap(obj, "metadata", "labels")
+		return nodeFingerprint(strs)
 	case crdGroupKind:
 		uid, _, _ := unstructured.NestedString(obj, "metadata", "uid")
 		// Decoded from JSON: the generation is a float64.
@@ -95,8 +98,6 @@ func (r *Recorder) Inputs(targets []advisorv1alpha1.TargetReference) ([]advisorv
 		fp := fingerprint{Ref: ref, Exists: !e.notFound}
 		switch {
 		case e.notFound:
-		case e.nodes != nil:
-			fp.Value = e.nodes.fingerprint(k.GVK, isTarget)
 		case k.List:
 			if entries, ok := listFingerprint(k.GVK, e.obj, isTarget); ok {
 				fp.Value = entries
@@ -232,10 +233,29 @@ func metadataFingerprint(gvk schema.GroupVersionKind, m *metav1.ObjectMeta) any 
 		labels = m.Labels
 	}
 	switch gvk.GroupKind() {
-	case schema.GroupKind{Group: "", Kind: "Node"}:
-		return labels
+	case nodeGroupKind:
+		return nodeFingerprint(m.Labels)
 	case crdGroupKind:
 		return crdFingerprint(string(m.UID), m.Generation)
 	}
 	return map[string]any{"spec": nil, "labels": labels}
+}
+
+// nodeFingerprint is what counts of a Node: the labels the profiles decide from
+// (nodeconfig.IsFactLabel), nil without any. The operator keeps nothing else of a Node, and
+// a change of any other label, or of its status, changes no plan.
+func nodeFingerprint(labels map[string]string) any {
+	var facts map[string]string
+	for k, v := range labels {
+		if nodeconfig.IsFactLabel(k) {
+			if facts == nil {
+				facts = map[string]string{}
+			}
+			facts[k] = v
+		}
+	}
+	if facts == nil {
+		return nil
+	}
+	return facts
 }

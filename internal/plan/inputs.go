@@ -10,7 +10,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -55,11 +54,10 @@ type readKey struct {
 
 type readEntry struct {
 	once sync.Once
-	// obj is what was read, never handed out itself (readers get copies); nil with notFound
-	// for an object that does not exist, and for a list kept as nodes.
-	obj runtime.Object
-	// nodes is what was read of a metadata-only list of Nodes.
-	nodes    *nodeList
+	// obj is what was read, never handed out or changed itself (readers get copies; the
+	// items of a list of Nodes share their labels with the cache they came from); nil with
+	// notFound for an object that does not exist.
+	obj      runtime.Object
 	notFound bool
 	err      error
 }
@@ -117,21 +115,12 @@ func (r *Recorder) Get(ctx context.Context, key client.ObjectKey, obj client.Obj
 }
 
 // List implements client.Reader; only the namespace option is honoured for recording.
-// What is kept of the items, and handed to readers, is reduced as keepOfItems says; of a
-// metadata-only list of Nodes, their names and labels (see nodeList). A reader that only
-// looks at one item at a time should use ListEach, which never builds the whole list.
+// The items handed to readers keep no managedFields (see record). A reader that only looks
+// at one item at a time should use ListEach, which never copies the whole list.
 func (r *Recorder) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
 	gvk, e, err := r.readList(ctx, list, opts)
 	if err != nil {
 		return err
-	}
-	if e.nodes != nil {
-		whole := e.nodes.list(gvk)
-		if l, ok := list.(*metav1.PartialObjectMetadataList); ok {
-			*l = *whole
-			return nil
-		}
-		return copyInto(whole, list, gvk)
 	}
 	return copyInto(e.obj, list, gvk)
 }
@@ -159,16 +148,23 @@ func ListEach(ctx context.Context, reader client.Reader, list client.ObjectList,
 
 var _ ItemLister = (*Recorder)(nil)
 
-// ListEach implements ItemLister. A metadata-only list of Nodes is handed out from the
-// record one Node at a time, never whole.
+// ListEach implements ItemLister: each item of the record is copied as it is handed out,
+// one at a time.
 func (r *Recorder) ListEach(ctx context.Context, list client.ObjectList, each func(client.Object) error,
 	opts ...client.ListOption) error {
 	gvk, e, err := r.readList(ctx, list, opts)
 	if err != nil {
 		return err
 	}
-	if _, ok := list.(*metav1.PartialObjectMetadataList); ok && e.nodes != nil {
-		return e.nodes.each(gvk, each)
+	if reflect.TypeOf(e.obj) == reflect.TypeOf(list) {
+		item := gvk.GroupVersion().WithKind(trimListSuffix(gvk.Kind))
+		return eachItem(e.obj.(client.ObjectList), func(o client.Object) error {
+			own := o.DeepCopyObject().(client.Object)
+			if own.GetObjectKind().GroupVersionKind().Empty() {
+				own.GetObjectKind().SetGroupVersionKind(item)
+			}
+			return each(own)
+		})
 	}
 	fresh := list.DeepCopyObject().(client.ObjectList)
 	if err := r.List(ctx, fresh, opts...); err != nil {
@@ -196,11 +192,7 @@ func (r *Recorder) readList(ctx context.Context, list client.ObjectList, opts []
 	lo := &client.ListOptions{}
 	lo.ApplyOptions(opts)
 	e := r.entry(readKey{GVK: gvk, Namespace: lo.Namespace, List: true})
-	e.once.Do(func() {
-		// A caller that pages itself gets the page it asked for.
-		paged := lo.Limit == 0 && lo.Continue == ""
-		e.err = r.record(ctx, e, list, gvk, opts, paged)
-	})
+	e.once.Do(func() { e.err = r.record(ctx, e, list, opts) })
 	return gvk, e, e.err
 }
 

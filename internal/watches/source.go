@@ -13,60 +13,41 @@ import (
 	"github.com/kubevirt/virt-advisor-operator/internal/plan"
 )
 
-// source feeds the events of one kind of a cache to the controller: each event enqueues
-// the configs whose plans name its object (keyOf maps it), its updates as events says.
-// The creations of a cache's initial list wake them all, while initialListWakes (nil:
-// always) says so: an object may have changed between the read a plan was rendered from
-// and the list.
-func (w *Watches) source(c cache.Cache, obj client.Object, keyOf func(named) plan.TargetKey,
-	events eventKind, initialListWakes func() bool) *informerSource {
+// source feeds the events of one kind of a cache to the controller: each creation, update
+// and deletion enqueues the configs whose plans name its object (keyOf maps it). changed,
+// when set, tells an update that changed nothing the cache keeps (nil: every update counts).
+func (w *Watches) source(c cache.Cache, obj client.Object, keyOf func(named) []plan.TargetKey,
+	changed func(old, updated any) bool) *informerSource {
 	return &informerSource{cache: c, obj: obj, synced: make(chan struct{}),
 		handler: func(q workqueue.TypedRateLimitingInterface[reconcile.Request]) toolscache.ResourceEventHandler {
-			enqueue := func(reqs []reconcile.Request) {
-				for _, req := range reqs {
-					q.Add(req)
+			enqueue := func(o any) {
+				if tombstone, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+					o = tombstone.Obj // a deletion seen only by a relist
+				}
+				n, ok := o.(named)
+				if !ok {
+					return
+				}
+				for _, k := range keyOf(n) {
+					for _, req := range w.configsOf(k) {
+						q.Add(req)
+					}
 				}
 			}
-			return toolscache.ResourceEventHandlerDetailedFuncs{
-				AddFunc: func(o any, initial bool) {
-					if initial && initialListWakes != nil && !initialListWakes() {
-						return
-					}
-					switch created := o.(type) {
-					case client.Object:
-						enqueue(w.created(keyOf(created), created, !initial))
-					case named:
-						enqueue(w.configsOf(keyOf(created), nil))
-					}
-				},
+			return toolscache.ResourceEventHandlerFuncs{
+				AddFunc: func(o any) { enqueue(o) },
 				UpdateFunc: func(o, n any) {
-					switch old := o.(type) {
-					case client.Object:
-						if updated, ok := n.(client.Object); ok {
-							enqueue(w.woken(keyOf(updated), old, updated, events))
-						}
-					case *labelledObject:
-						if updated, ok := n.(*labelledObject); ok && updated.LabelsDigest != old.LabelsDigest {
-							enqueue(w.configsOf(keyOf(updated), nil))
-						}
+					if changed == nil || changed(o, n) {
+						enqueue(n)
 					}
 				},
-				DeleteFunc: func(o any) {
-					if tombstone, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
-						o = tombstone.Obj // a deletion seen only by a relist
-					}
-					if deleted, ok := o.(named); ok {
-						enqueue(w.configsOf(keyOf(deleted), nil))
-					}
-				},
+				DeleteFunc: enqueue,
 			}
 		}}
 }
 
 // informerSource is the source of one cache's informer of obj: it hands the informer's
-// events to handler, and closes synced once the informer has listed and handed the list
-// to handler (without the polling of the sources controller-runtime offers, so a read
-// that waits for it waits only as long as the list takes).
+// events to handler.
 type informerSource struct {
 	cache   cache.Cache
 	obj     client.Object

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"slices"
 	"sync"
-	"sync/atomic"
 
 	"github.com/go-logr/logr"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -46,39 +45,33 @@ type Watches struct {
 	scheme     *runtime.Scheme
 	log        logr.Logger
 
+	// nodes is the manager's cache: its one metadata-only informer of Nodes serves every
+	// read and watch of them (nil: Nodes are read from the API server and not watched).
+	nodes        cache.Cache
+	nodesWatched bool
+
 	kinds    map[schema.GroupKind]context.CancelFunc
 	inputs   map[plan.TargetKey]*inputWatch
 	configs  map[plan.TargetKey]map[string]bool
 	byConfig map[string][]plan.TargetKey
-	// managers are the field managers of the configs' profiles: an update that only
-	// records a config's own write does not wake it.
-	managers map[string]string
 }
 
-// inputWatch is the cache of one input.
+// inputWatch is the cache of one input, and the configs that read it.
 type inputWatch struct {
 	stop    context.CancelFunc
 	configs map[string]bool
-	// synced is closed once the cache has listed the input and handed the list to the
-	// handler of its events; failed once a list or watch of it failed (it is retried).
-	synced   <-chan struct{}
-	failed   chan struct{}
-	failOnce sync.Once
-	// initialListWakes: the creations of the cache's initial list wake the input's configs.
-	// They do unless the cache was started for a read (see Reader) that waited for it.
-	initialListWakes atomic.Bool
 }
 
-// New watches for controller c, whose events it enqueues.
-func New(c controller.Controller, mapper meta.RESTMapper, cfg *rest.Config, httpClient *http.Client,
+// New watches for controller c, whose events it enqueues; nodes is the manager's cache,
+// made with CacheOptions.
+func New(c controller.Controller, nodes cache.Cache, mapper meta.RESTMapper, cfg *rest.Config, httpClient *http.Client,
 	scheme *runtime.Scheme, log logr.Logger) *Watches {
 	return &Watches{
-		ctrl: c, mapper: mapper, cfg: cfg, httpClient: httpClient, scheme: scheme, log: log,
+		ctrl: c, nodes: nodes, mapper: mapper, cfg: cfg, httpClient: httpClient, scheme: scheme, log: log,
 		kinds:    map[schema.GroupKind]context.CancelFunc{},
 		inputs:   map[plan.TargetKey]*inputWatch{},
 		configs:  map[plan.TargetKey]map[string]bool{},
 		byConfig: map[string][]plan.TargetKey{},
-		managers: map[string]string{},
 	}
 }
 
@@ -130,14 +123,13 @@ func (w *Watches) Track(vpc *advisorv1alpha1.VirtPlatformConfig) {
 		}
 	}
 	w.untrackLocked(name)
-	w.managers[name] = plan.FieldManagerFor(string(vpc.Spec.Profile))
 	for _, k := range keys {
 		w.addConfigLocked(k, name)
 		w.watchKindLocked(k.GroupKind())
 	}
 	for _, k := range inputs {
 		w.addConfigLocked(k, name)
-		w.watchInputLocked(k, name, true)
+		w.watchInputLocked(k, name)
 	}
 	w.stopUnusedInputsLocked()
 }
@@ -219,7 +211,6 @@ func (w *Watches) untrackLocked(config string) {
 		}
 	}
 	delete(w.byConfig, config)
-	delete(w.managers, config)
 }
 
 func (w *Watches) stopUnusedInputsLocked() {
@@ -240,8 +231,10 @@ func CRDMetadata() *metav1.PartialObjectMetadata {
 }
 
 // CacheOptions keeps the manager's cache to what the operator owns or watches: its
-// configs and CRD metadata in full, and of every managed kind only the objects that carry
-// the managed-by label (metadata only). Targets themselves are always read uncached.
+// configs and CRD metadata in full, every Node as its name and the labels the profiles
+// decide from (see nodeFacts), and of every managed kind only the objects that carry the
+// managed-by label (metadata only). Targets themselves are always read uncached. The
+// Nodes' informer starts with the first read or watch of them.
 func CacheOptions() cache.Options {
 	return cache.Options{
 		DefaultLabelSelector: labels.SelectorFromSet(labels.Set{plan.ManagedByLabel: plan.ManagedByValue}),
@@ -249,6 +242,7 @@ func CacheOptions() cache.Options {
 		ByObject: map[client.Object]cache.ByObject{
 			&advisorv1alpha1.VirtPlatformConfig{}: {Label: labels.Everything()},
 			CRDMetadata():                         {Label: labels.Everything()},
+			NodeMetadata():                        {Label: labels.Everything(), Transform: nodeFacts},
 		},
 	}
 }

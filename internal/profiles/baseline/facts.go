@@ -9,20 +9,15 @@ import (
 	"github.com/kubevirt/virt-advisor-operator/internal/nodeconfig"
 )
 
-// The node labels of Node Feature Discovery the profile decides from.
+// The node labels of Node Feature Discovery the profile decides from (see
+// nodeconfig.IsFactLabel, which keeps them).
 const (
-	nfdPrefix = "feature.node.kubernetes.io/"
-	// LabelNUMA is "true" on a node with more than one NUMA node.
-	LabelNUMA = nfdPrefix + "memory-numa"
-	// LabelCPUVendor is the CPU vendor: Intel or AMD.
-	LabelCPUVendor = nfdPrefix + "cpu-model.vendor_id"
-	// LabelIOMMU is "true" on a node that runs with the IOMMU on.
-	LabelIOMMU = nfdPrefix + "iommu-enabled"
-	// pciPrefix and usbPrefix start the device labels: pci-<class>_<vendor>[_<device>].present
-	// and usb-<class>_<vendor>_<device>.present.
-	pciPrefix     = nfdPrefix + "pci-"
-	usbPrefix     = nfdPrefix + "usb-"
-	presentSuffix = ".present"
+	LabelNUMA      = nodeconfig.LabelNUMA
+	LabelCPUVendor = nodeconfig.LabelCPUVendor
+	LabelIOMMU     = nodeconfig.LabelIOMMU
+	pciPrefix      = nodeconfig.PCIPrefix
+	usbPrefix      = nodeconfig.USBPrefix
+	presentSuffix  = nodeconfig.PresentSuffix
 )
 
 // Worker is a worker node: its name and its labels.

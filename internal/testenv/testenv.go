@@ -36,6 +36,9 @@ var (
 	// MachineConfiguration, Scheduler and ClusterVersion the node disruption forecast and
 	// gates read.
 	BaseCRDs = Path("test", "crds", "base")
+	// KubeVirtCRDs are VirtualMachineInstance, VirtualMachine, VirtualMachineInstanceMigration
+	// and KubeVirt, which the VM disruption forecast reads and the pool simulator plays.
+	KubeVirtCRDs = Path("test", "crds", "kubevirt")
 )
 
 // DeschedulerCRDs is the KubeDescheduler CRD of one operator generation: 4.16, 4.17,

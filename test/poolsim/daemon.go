@@ -17,6 +17,9 @@ type nodeUpdate struct {
 	target string
 	until  time.Time
 	reboot bool
+	// drain: the node is cordoned and drained before its reboot (VMs only); drained once
+	// no VM is left on it, which starts the reboot.
+	drain, drained bool
 }
 
 // The files the daemon applies without a reboot (calculatePostConfigChangeActionFromMCDiffs
@@ -87,19 +90,40 @@ func (s *Simulator) updateNode(ctx context.Context, p *pass, n *corev1.Node, cur
 	u := s.updates[n.Name]
 	if u == nil || u.target != desired {
 		reboot := s.rebootRequired(p.snap, current, desired)
-		u = &nodeUpdate{target: desired, until: p.now, reboot: reboot}
+		u = &nodeUpdate{target: desired, until: p.now, reboot: reboot, drain: reboot && s.opts.VMs}
+		u.drained = !u.drain
 		if reboot {
 			u.until = p.now.Add(s.opts.RebootTime)
 		}
 		s.updates[n.Name] = u
-		if state != StateWorking {
+		switch {
+		case u.drain && (state != StateWorking || !n.Spec.Unschedulable):
+			s.writeNodeWith(ctx, p, n, map[string]any{StateAnnotation: StateWorking}, map[string]any{"unschedulable": true})
+		case state != StateWorking:
 			s.writeNode(ctx, p, n, map[string]any{StateAnnotation: StateWorking})
 		}
-		if reboot {
+		switch {
+		case u.drain:
+			s.logf("node %s: cordoned, draining to reboot into %s", n.Name, desired)
+		case reboot:
 			s.logf("node %s: rebooting into %s", n.Name, desired)
-		} else {
+		default:
 			s.logf("node %s: applying %s without a reboot", n.Name, desired)
 		}
+		s.wakeAt(u.until)
+		return
+	}
+	if !u.drained {
+		if !n.Spec.Unschedulable {
+			// Cordoned again, should the first write have been left for a later pass.
+			s.writeNodeWith(ctx, p, n, map[string]any{StateAnnotation: StateWorking}, map[string]any{"unschedulable": true})
+			return
+		}
+		if !s.drainNode(ctx, p, n) {
+			return
+		}
+		u.drained, u.until = true, p.now.Add(s.opts.RebootTime)
+		s.logf("node %s: drained, rebooting into %s", n.Name, desired)
 		s.wakeAt(u.until)
 		return
 	}
@@ -107,9 +131,13 @@ func (s *Simulator) updateNode(ctx context.Context, p *pass, n *corev1.Node, cur
 		s.wakeAt(u.until)
 		return
 	}
-	if !s.writeNode(ctx, p, n, map[string]any{
+	var spec map[string]any
+	if u.drain {
+		spec = map[string]any{"unschedulable": nil}
+	}
+	if !s.writeNodeWith(ctx, p, n, map[string]any{
 		CurrentConfigAnnotation: desired, StateAnnotation: StateDone, ReasonAnnotation: nil,
-	}) {
+	}, spec) {
 		return
 	}
 	delete(s.updates, n.Name)
@@ -127,11 +155,19 @@ func (s *Simulator) updateNode(ctx context.Context, p *pass, n *corev1.Node, cur
 // writeNode merge-patches the node's annotations (nil removes one) and tells whether it
 // did; a node is written once per pass.
 func (s *Simulator) writeNode(ctx context.Context, p *pass, n *corev1.Node, annotations map[string]any) bool {
+	return s.writeNodeWith(ctx, p, n, annotations, nil)
+}
+
+// writeNodeWith is writeNode with fields of the node's spec to merge too (cordoning).
+func (s *Simulator) writeNodeWith(ctx context.Context, p *pass, n *corev1.Node, annotations, spec map[string]any) bool {
 	if p.nodesWritten[n.Name] {
 		return false
 	}
 	p.nodesWritten[n.Name] = true
 	body := map[string]any{"metadata": map[string]any{"annotations": annotations}}
+	if spec != nil {
+		body["spec"] = spec
+	}
 	if err := s.patch(ctx, p, nodeGVK, n.Name, n.ResourceVersion, body, false); err != nil {
 		s.report(p, err)
 		return false

@@ -59,6 +59,36 @@
 //     change, or a file other than those the daemon applies without a reboot (the pull
 //     secret, the kubelet CA, registries and policy files, the user CA bundle, nmstate's
 //     first-boot files).
+//   - With Options.VMs, KubeVirt's VMs on the nodes (docs/vm-forecast.md has the details):
+//     drain.go and vms.go. The node controller's taint (updatePools and
+//     setUpdateInProgressTaint of pkg/controller/node/node_controller.go,
+//     NodeUpdateInProgressTaint of pkg/constants): UpdateInProgress:PreferNoSchedule on every
+//     node of an unpaused pool whose desiredConfig is not the pool's, none on the others. The
+//     drain (pkg/controller/drain/drain_controller.go): a node whose update reboots it is
+//     cordoned and its reboot waits until no VirtualMachineInstance is left on it; it is
+//     uncordoned when it runs the new configuration. The eviction of each VM as KubeVirt
+//     answers it (admitLauncherPod of pkg/virt-api/webhooks/validating-webhook/admitters/
+//     pod-eviction-admitter.go, VMIEvictionStrategy of pkg/util/migrations/migrations.go,
+//     KubeVirt's default None from pkg/virt-config/configuration.go): its own
+//     evictionStrategy, else the KubeVirt CR's spec.configuration.evictionStrategy, else
+//     None. LiveMigrate and LiveMigrateIfPossible migrate a LiveMigratable VM; LiveMigrate
+//     refuses the others and External every VM (the drain is blocked, the node stays
+//     cordoned, the pool stalls, until the VM is gone); None, and LiveMigrateIfPossible for a
+//     VM that cannot migrate, shut it down. The
+//     migration (pkg/virt-controller/watch/drain/evacuation/evacuation.go and
+//     pkg/virt-controller/watch/migration/migration.go): one VirtualMachineInstanceMigration
+//     per move, at most parallelMigrationsPerCluster (5) in the cluster and
+//     parallelOutboundMigrationsPerNode (2) per source node, never to the source node,
+//     taking Options.MigrationTime. A model of kube-scheduler picks the target (and the node
+//     of a restarted VM): filter out cordoned and not Ready nodes, untolerated NoSchedule
+//     and NoExecute taints, nodes the node selector or required node affinity exclude, and
+//     nodes without room in their allocatable memory; score 3 x TaintToleration (the
+//     untolerated PreferNoSchedule taints, reverse-normalized to 0-100) + 1 x LeastAllocated
+//     on memory, the default weights of pkg/scheduler/apis/config/v1/default_plugins.go and
+//     pkg/scheduler/framework/plugins/tainttoleration/taint_toleration.go of
+//     kubernetes/kubernetes; ties go by name. The VirtualMachine controller (syncRunStrategy
+//     of pkg/virt-controller/watch/vm/vm.go): Always starts a VM whose instance is gone again,
+//     Halted stops one that runs; the other run strategies leave a shut-down VM stopped.
 //
 // What it simplifies:
 //   - The operator's ControllerConfig, templates and OS image are absent: a rendered
@@ -78,13 +108,23 @@
 //     retries a Failure, which here waits for the KubeletConfig to change. No garbage
 //     collector: a generated MachineConfig goes with its KubeletConfig only through the
 //     finalizer, so a KubeletConfig deleted while the simulator does not run waits for it.
-//   - Nodes: no drain, no cordon, no taint and no NotReady while rebooting; a node without
+//   - Nodes: no NotReady while rebooting (and without Options.VMs no drain, no cordon, no
+//     taint); a node without
 //     currentConfig (a new node) starts on the pool's current configuration without a
 //     reboot; a node in several custom pools is left alone. Layered pools (on-cluster
 //     builds), MachineConfigNodes, pinned image sets and node disruption policies are not
 //     modelled.
 //   - Degraded: only by Degrade (or writing the state and reason annotations); Repair, or
 //     writing state Done, ends it.
+//   - VMs: there are no pods. The VirtualMachineInstance stands for its virt-launcher pod: an
+//     eviction that shuts it down removes it at once (graceful shutdown, Succeeded, and the
+//     VirtualMachine controller's removal in one step); a migration moves its
+//     status.nodeName when it ends and never fails. LiveMigratable comes from the
+//     NotMigratableAnnotation, not from disks and devices. Memory is the VM's memory request,
+//     without KubeVirt's overhead; CPU, BalancedAllocation, pod topology spread and
+//     inter-pod affinity are not scored. The drain retries on every change it sees instead of
+//     every 5 s. Nothing about VMs happens without Options.VMs: no taint, no cordon, no drain
+//     (and a Node that CreateNodes makes keeps the API server's not-ready taint).
 //
 // The simulator reads through a controller-runtime cache and acts on its events (and on
 // its own timers for the render delay and reboots), never by polling; before it judges
@@ -134,6 +174,13 @@ type Options struct {
 	RebootTime time.Duration
 	// Out receives a line per render, node update, reboot and pool status change (nil: none).
 	Out io.Writer
+	// VMs makes the simulator play KubeVirt's VMs on the nodes (the cluster must serve the
+	// kubevirt.io CRDs): the node controller's UpdateInProgress taint, the drain of a node
+	// that reboots, the eviction, migration and restart of its VMs. Off, no node is
+	// cordoned, tainted or drained.
+	VMs bool
+	// MigrationTime is how long a live migration takes (VMs only).
+	MigrationTime time.Duration
 }
 
 // Rollout is one roll-out of a pool to a rendered configuration: the nodes the node
@@ -163,12 +210,18 @@ type Simulator struct {
 	renderDue    map[string]time.Time
 	updates      map[string]*nodeUpdate
 	wake         time.Time
+	// migrations are the live migrations in flight, by VM (namespace/name).
+	migrations map[string]*migration
 
 	// What tests read while the loop runs.
 	mu       sync.Mutex
 	reboots  map[string]int
 	rollouts map[string][]Rollout
 	out      io.Writer
+	// migrated and shutdowns count, by VM, its migrations and its shutdowns by a drain;
+	// blocking are the VMs whose eviction each node's drain was last refused.
+	migrated, shutdowns map[string]int
+	blocking            map[string]map[string]bool
 }
 
 // New returns a simulator for the cluster of cfg; Start runs it.
@@ -189,6 +242,10 @@ func New(cfg *rest.Config, opts Options) (*Simulator, error) {
 		updates:      map[string]*nodeUpdate{},
 		reboots:      map[string]int{},
 		rollouts:     map[string][]Rollout{},
+		migrations:   map[string]*migration{},
+		migrated:     map[string]int{},
+		shutdowns:    map[string]int{},
+		blocking:     map[string]map[string]bool{},
 	}
 	s.cfg = rest.CopyConfig(cfg)
 	s.cfg.WarningHandlerWithContext = apiWarnings{s}
@@ -250,6 +307,11 @@ func (s *Simulator) startCache(ctx context.Context) error {
 	kinds := []client.Object{newObject(poolGVK, ""), newObject(machineConfigGVK, ""), &corev1.Node{}}
 	if s.kubeletConfigs {
 		kinds = append(kinds, newObject(kubeletConfigGVK, ""))
+	}
+	if s.opts.VMs {
+		for _, gvk := range []schema.GroupVersionKind{vmiGVK, vmGVK, migrationGVK, kubeVirtGVK} {
+			kinds = append(kinds, newObject(gvk, ""))
+		}
 	}
 	notify := toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { s.notify() },
@@ -332,12 +394,18 @@ func (s *Simulator) sync(ctx context.Context) {
 		nodesWritten:     map[string]bool{},
 		renderConditions: map[string]condition{},
 	}
+	if s.opts.VMs {
+		p.vmMemory, p.migrated = s.vmMemory(snap), map[string]bool{}
+		s.completeMigrations(ctx, p)
+		s.runVMControllers(ctx, p)
+	}
 	s.syncKubeletConfigs(ctx, p)
 	for i := range snap.pools {
 		s.render(ctx, p, &snap.pools[i])
 	}
 	s.runDaemons(ctx, p)
 	for i := range snap.pools {
+		s.taintNodes(ctx, p, &snap.pools[i])
 		s.targetNodes(ctx, p, &snap.pools[i])
 	}
 	for i := range snap.pools {
@@ -377,6 +445,12 @@ type snapshot struct {
 	// poolOf is the pool each node belongs to; nodesOf the nodes of each pool, by name.
 	poolOf  map[string]*pool
 	nodesOf map[string][]*corev1.Node
+	// With VMs: the VirtualMachineInstances by node and by namespace/name, the
+	// VirtualMachines by namespace/name, and the KubeVirt CR's configuration.
+	vmisOn   map[string][]*vmInstance
+	vmiByKey map[string]*vmInstance
+	vms      map[string]*virtualMachine
+	kubeVirt kubeVirtConfig
 }
 
 // read takes a snapshot of what r (the cache, or the API server for a one-shot pass) holds.
@@ -425,6 +499,11 @@ func (s *Simulator) read(ctx context.Context, r client.Reader) (*snapshot, error
 	}
 	for i := range nodes.Items {
 		snap.nodes = append(snap.nodes, &nodes.Items[i])
+	}
+	if s.opts.VMs {
+		if err := s.readVMs(ctx, r, snap); err != nil {
+			return nil, err
+		}
 	}
 	sort.Slice(snap.pools, func(i, j int) bool { return snap.pools[i].Name < snap.pools[j].Name })
 	sort.Slice(snap.configList, func(i, j int) bool { return snap.configList[i].Name < snap.configList[j].Name })
@@ -557,7 +636,9 @@ func (s *Simulator) annotateNode(ctx context.Context, node string, annotations m
 	return nil
 }
 
-// CreateNodes creates n Ready Nodes for the pool, <pool>-0 to <pool>-<n-1>, labelled
+// CreateNodes creates n Ready Nodes for the pool (with VMs, also without the not-ready
+// taint the API server gives a new Node, which the node lifecycle controller removes once
+// the node is Ready), <pool>-0 to <pool>-<n-1>, labelled
 // node-role.kubernetes.io/<pool> (the label the worker and master pools select); Nodes
 // that exist are kept. It returns their names.
 func (s *Simulator) CreateNodes(ctx context.Context, pool string, n int) ([]string, error) {
@@ -589,6 +670,11 @@ func (s *Simulator) CreateNodes(ctx context.Context, pool string, n int) ([]stri
 		})
 		if err != nil {
 			return names, fmt.Errorf("report node %s Ready: %w", node.Name, err)
+		}
+		if s.opts.VMs {
+			if err := s.clearNotReadyTaint(ctx, node); err != nil {
+				return names, err
+			}
 		}
 	}
 	s.notify()

@@ -48,12 +48,12 @@ const (
 	rebootTime  = 300 * time.Millisecond
 )
 
-// One control plane for the suite: the base test CRDs (MachineConfig, MachineConfigPool)
-// and the upstream KubeletConfig CRD.
+// One control plane for the suite: the base test CRDs (MachineConfig, MachineConfigPool),
+// the KubeVirt test CRDs and the upstream KubeletConfig CRD.
 var _ = BeforeSuite(func() {
 	// The simulator's informers log through controller-runtime: into the spec's output.
 	ctrllog.SetLogger(GinkgoLogr)
-	env, err := testenv.New(testenv.BaseCRDs)
+	env, err := testenv.New(testenv.BaseCRDs, testenv.KubeVirtCRDs)
 	Expect(err).NotTo(HaveOccurred())
 	crd, err := testenv.ReadCRD(filepath.Join(testenv.UpstreamCRDs(), "machineconfiguration.openshift.io", "kubeletconfigs.yaml"))
 	Expect(err).NotTo(HaveOccurred())

@@ -26,8 +26,9 @@ const expectationTimeout = 10 * time.Second
 // nothing before its cache holds its own writes, so that, for example, a node it has just
 // targeted is not taken for an idle one and maxUnavailable is never exceeded.
 type expectation struct {
-	gvk  schema.GroupVersionKind
-	name string
+	gvk       schema.GroupVersionKind
+	namespace string
+	name      string
 	// resourceVersion is the one the write returned; "" waits for the object to be gone.
 	resourceVersion string
 	// created: the write created the object, so that it is awaited even while the cache
@@ -50,9 +51,19 @@ type pass struct {
 	renderConditions map[string]condition
 	// failures are the writes of this pass that failed, conflicts included.
 	failures []error
+	// vmMemory is the memory VMs take on each node, with those placed in this pass (VMs only).
+	vmMemory map[string]int64
+	// migrated are the VMs whose migration this pass ended: the snapshot still shows them
+	// on the node they left.
+	migrated map[string]bool
 }
 
-func objectKey(gvk schema.GroupVersionKind, name string) string { return gvk.Kind + "/" + name }
+func objectKey(gvk schema.GroupVersionKind, namespace, name string) string {
+	if namespace == "" {
+		return gvk.Kind + "/" + name
+	}
+	return gvk.Kind + "/" + namespace + "/" + name
+}
 
 // newObject is an empty object of the kind: a typed Node, anything else unstructured.
 func newObject(gvk schema.GroupVersionKind, name string) client.Object {
@@ -69,8 +80,13 @@ func newObject(gvk schema.GroupVersionKind, name string) client.Object {
 }
 
 func (s *Simulator) expect(gvk schema.GroupVersionKind, name, resourceVersion string, created bool) {
-	s.expectations[objectKey(gvk, name)] = expectation{
-		gvk: gvk, name: name, resourceVersion: resourceVersion, created: created,
+	s.expectIn(gvk, "", name, resourceVersion, created)
+}
+
+// expectIn is expect for an object of a namespace.
+func (s *Simulator) expectIn(gvk schema.GroupVersionKind, namespace, name, resourceVersion string, created bool) {
+	s.expectations[objectKey(gvk, namespace, name)] = expectation{
+		gvk: gvk, namespace: namespace, name: name, resourceVersion: resourceVersion, created: created,
 		deadline: time.Now().Add(expectationTimeout),
 	}
 }
@@ -87,7 +103,7 @@ func (s *Simulator) awaitingCache(ctx context.Context) (bool, time.Time) {
 			continue
 		}
 		obj := newObject(e.gvk, e.name)
-		err := s.cache.Get(ctx, client.ObjectKey{Name: e.name}, obj)
+		err := s.cache.Get(ctx, client.ObjectKey{Namespace: e.namespace, Name: e.name}, obj)
 		switch {
 		case apierrors.IsNotFound(err) && !e.created:
 			delete(s.expectations, key)
@@ -120,7 +136,13 @@ func atLeast(have, want string) bool {
 // that changed since fails with a conflict, and the change that caused it brings a new pass.
 func (s *Simulator) patch(ctx context.Context, p *pass, gvk schema.GroupVersionKind, name, resourceVersion string,
 	body map[string]any, status bool) error {
-	key := objectKey(gvk, name)
+	return s.patchIn(ctx, p, gvk, "", name, resourceVersion, body, status)
+}
+
+// patchIn is patch for an object of a namespace.
+func (s *Simulator) patchIn(ctx context.Context, p *pass, gvk schema.GroupVersionKind, namespace, name, resourceVersion string,
+	body map[string]any, status bool) error {
+	key := objectKey(gvk, namespace, name)
 	if latest, ok := p.resourceVersions[key]; ok {
 		resourceVersion = latest
 	}
@@ -135,6 +157,7 @@ func (s *Simulator) patch(ctx context.Context, p *pass, gvk schema.GroupVersionK
 		return err
 	}
 	obj := newObject(gvk, name)
+	obj.SetNamespace(namespace)
 	patch := client.RawPatch(types.MergePatchType, data)
 	if status {
 		err = s.client.Status().Patch(ctx, obj, patch, client.FieldOwner(fieldOwner))
@@ -146,10 +169,13 @@ func (s *Simulator) patch(ctx context.Context, p *pass, gvk schema.GroupVersionK
 		if status {
 			what += " status"
 		}
+		if namespace != "" {
+			name = namespace + "/" + name
+		}
 		return fmt.Errorf("patch %s %s: %w", what, name, err)
 	}
 	p.resourceVersions[key] = obj.GetResourceVersion()
-	s.expect(gvk, name, obj.GetResourceVersion(), false)
+	s.expectIn(gvk, namespace, name, obj.GetResourceVersion(), false)
 	return nil
 }
 
@@ -162,20 +188,30 @@ func (s *Simulator) create(ctx context.Context, obj *unstructured.Unstructured) 
 	if err != nil {
 		return fmt.Errorf("create %s %s: %w", obj.GetKind(), obj.GetName(), err)
 	}
-	s.expect(obj.GroupVersionKind(), obj.GetName(), obj.GetResourceVersion(), true)
+	s.expectIn(obj.GroupVersionKind(), obj.GetNamespace(), obj.GetName(), obj.GetResourceVersion(), true)
 	return nil
 }
 
 // remove deletes the object of the kind and name, if it exists.
 func (s *Simulator) remove(ctx context.Context, gvk schema.GroupVersionKind, name string) error {
-	err := s.client.Delete(ctx, newObject(gvk, name))
+	return s.removeIn(ctx, gvk, "", name)
+}
+
+// removeIn is remove for an object of a namespace.
+func (s *Simulator) removeIn(ctx context.Context, gvk schema.GroupVersionKind, namespace, name string) error {
+	obj := newObject(gvk, name)
+	obj.SetNamespace(namespace)
+	err := s.client.Delete(ctx, obj)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
+		if namespace != "" {
+			name = namespace + "/" + name
+		}
 		return fmt.Errorf("delete %s %s: %w", gvk.Kind, name, err)
 	}
-	s.expect(gvk, name, "", false)
+	s.expectIn(gvk, namespace, name, "", false)
 	return nil
 }
 

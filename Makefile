@@ -51,20 +51,20 @@ verify: manifests generate build-installer ## Fail if generated files (CRD, RBAC
 		if [ -n "$$long" ]; then echo "production files over 450 lines (split them along what the code is about):"; echo "$$long"; exit 1; fi
 
 .PHONY: test
-test: verify vet lint test-alerts envtest test-unit test-suites demo-check ## Run everything CI runs: verify, vet, lint, alert rules, unit + envtest suites, e2e, install, the fault tests, the user guide, and the demo.
+test: verify vet lint test-alerts envtest test-unit test-suites demo-check ## Run everything CI runs: verify, vet, lint, alert rules, unit + envtest suites, e2e, the console plugin (Jest, tsc, Chromium), install, the fault tests, the user guide, and the demo.
 
 # The suites that run the manager binary mostly wait for it and for the pool simulator: they
-# run in two lanes side by side, each on control planes of its own, e2e in one and install,
-# faults and the guide one after the other in the other. The e2e lane's output follows the
-# other's.
+# run in two lanes side by side, each on control planes of its own: e2e then the console
+# plugin's tests in one, install, faults and the guide one after the other in the other. The
+# first lane's output follows the other's.
 .PHONY: test-suites
-test-suites: envtest helm build build-installer ## Run the e2e suite beside the install, fault and guide suites.
+test-suites: envtest helm build build-installer console-deps chromium ## Run the e2e and console suites beside the install, fault and guide suites.
 	@mkdir -p bin/suite-logs; \
-	( $(E2E_TEST) ) > bin/suite-logs/e2e.log 2>&1 & e2e=$$!; \
+	( $(E2E_TEST) && $(CONSOLE_TEST) ) > bin/suite-logs/e2e.log 2>&1 & e2e=$$!; \
 	rest=0; ( $(INSTALL_TEST) ) && ( $(FAULTS_TEST) ) && ( $(GUIDE_TEST) ) || rest=$$?; \
 	e2e_rc=0; wait $$e2e || e2e_rc=$$?; \
-	echo "=== test-e2e (ran beside the other suites) ==="; cat bin/suite-logs/e2e.log; \
-	if [ $$e2e_rc -ne 0 ]; then echo "test-e2e failed (exit $$e2e_rc)"; fi; \
+	echo "=== test-e2e and test-console (ran beside the other suites) ==="; cat bin/suite-logs/e2e.log; \
+	if [ $$e2e_rc -ne 0 ]; then echo "test-e2e or test-console failed (exit $$e2e_rc)"; fi; \
 	if [ $$rest -ne 0 ]; then echo "test-install, test-faults or test-guide failed (exit $$rest)"; fi; \
 	[ $$e2e_rc -eq 0 ] && [ $$rest -eq 0 ]
 
@@ -266,11 +266,19 @@ CONSOLE_MANAGER ?= $(LOCALBIN)/manager
 CONSOLE_SCREENSHOTS ?=
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: test-console
-test-console: envtest console-deps ## Test the console plugin: unit tests (Jest), the type check against the SDK (tsc), and the browser test (Chromium, playwright-core) of the built plugin against the manager on a local control plane.
+# chromium installs Debian's chromium package, which the console plugin's browser test drives,
+# when CHROMIUM is missing (as root, or through sudo).
+.PHONY: chromium
+chromium:
+	@[ -x "$(CHROMIUM)" ] || { sudo=; [ "$$(id -u)" -eq 0 ] || sudo=sudo; \
+		$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends chromium >/dev/null; }
 	@[ -x "$(CHROMIUM)" ] || { echo "$(CHROMIUM) is missing: apt-get install -y chromium"; exit 1; }
-	cd console && npm test -- --ci && npm run typecheck && npm run build && npm run build-harness
+
+.PHONY: test-console
+test-console: envtest console-deps chromium ## Test the console plugin: unit tests (Jest), the type check against the SDK (tsc), and the browser test (Chromium, playwright-core) of the built plugin against the manager on a local control plane.
 	go build -ldflags "$(LDFLAGS)" -o "$(CONSOLE_MANAGER)" ./cmd
+	$(CONSOLE_TEST)
+CONSOLE_TEST = ( cd console && npm test -- --ci && npm run typecheck && npm run build && npm run build-harness ) && \
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" MANAGER_BINARY="$(CONSOLE_MANAGER)" CHROMIUM="$(CHROMIUM)" \
 		CONSOLE_SCREENSHOTS="$(CONSOLE_SCREENSHOTS)" go test ./test/console/ -count=1 -timeout 20m -v -ginkgo.v
 

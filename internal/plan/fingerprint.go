@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
 	"github.com/kubevirt/virt-advisor-operator/internal/nodeconfig"
@@ -98,6 +99,8 @@ func (r *Recorder) Inputs(targets []advisorv1alpha1.TargetReference) ([]advisorv
 		fp := fingerprint{Ref: ref, Exists: !e.notFound}
 		switch {
 		case e.notFound:
+		case e.sharedList:
+			fp.Value = sharedFingerprint(k.GVK, e.shared, isTarget)
 		case k.List:
 			if entries, ok := listFingerprint(k.GVK, e.obj, isTarget); ok {
 				fp.Value = entries
@@ -225,6 +228,22 @@ func listFingerprint(listGVK schema.GroupVersionKind, list runtime.Object, isTar
 	return out, true
 }
 
+// sharedFingerprint is listFingerprint of the items a cache served: metadata, read as they
+// are.
+func sharedFingerprint(listGVK schema.GroupVersionKind, items []client.Object, isTarget map[readKey]bool) listEntries {
+	itemGVK := listGVK.GroupVersion().WithKind(trimListSuffix(listGVK.Kind))
+	out := make(listEntries, 0, len(items))
+	for _, it := range items {
+		e := listEntry{Key: it.GetNamespace() + "/" + it.GetName()}
+		if m, ok := it.(*metav1.PartialObjectMetadata); ok && !isTarget[readKey{GVK: itemGVK, Namespace: it.GetNamespace(), Name: it.GetName()}] {
+			e.Value = metadataFingerprint(itemGVK, &m.ObjectMeta)
+		}
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
 // metadataFingerprint is inputFingerprint of an object read metadata-only: it encodes as
 // inputFingerprint's value for the object's JSON does.
 func metadataFingerprint(gvk schema.GroupVersionKind, m *metav1.ObjectMeta) any {
@@ -243,19 +262,26 @@ func metadataFingerprint(gvk schema.GroupVersionKind, m *metav1.ObjectMeta) any 
 
 // nodeFingerprint is what counts of a Node: the labels the profiles decide from
 // (nodeconfig.IsFactLabel), nil without any. The operator keeps nothing else of a Node, and
-// a change of any other label, or of its status, changes no plan.
+// a change of any other label, or of its status, changes no plan. Labels that are all
+// facts (a Node as the operator's cache keeps it) are taken as they are, not copied.
 func nodeFingerprint(labels map[string]string) any {
-	var facts map[string]string
-	for k, v := range labels {
+	facts := 0
+	for k := range labels {
 		if nodeconfig.IsFactLabel(k) {
-			if facts == nil {
-				facts = map[string]string{}
-			}
-			facts[k] = v
+			facts++
 		}
 	}
-	if facts == nil {
+	switch facts {
+	case 0:
 		return nil
+	case len(labels):
+		return labels
 	}
-	return facts
+	kept := make(map[string]string, facts)
+	for k, v := range labels {
+		if nodeconfig.IsFactLabel(k) {
+			kept[k] = v
+		}
+	}
+	return kept
 }

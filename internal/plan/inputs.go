@@ -10,6 +10,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -59,7 +60,11 @@ type readEntry struct {
 	// notFound for an object that does not exist.
 	obj      runtime.Object
 	notFound bool
-	err      error
+	// shared are the items of a list a cache served (see SharedLister), the cache's own:
+	// never handed out or changed; sharedList tells such a list.
+	shared     []client.Object
+	sharedList bool
+	err        error
 }
 
 // NewRecorder records the reads of one draft through reader.
@@ -122,6 +127,13 @@ func (r *Recorder) List(ctx context.Context, list client.ObjectList, opts ...cli
 	if err != nil {
 		return err
 	}
+	if e.sharedList {
+		whole, err := sharedList(gvk, e.shared)
+		if err != nil {
+			return err
+		}
+		return copyInto(whole, list, gvk)
+	}
 	return copyInto(e.obj, list, gvk)
 }
 
@@ -155,6 +167,14 @@ func (r *Recorder) ListEach(ctx context.Context, list client.ObjectList, each fu
 	gvk, e, err := r.readList(ctx, list, opts)
 	if err != nil {
 		return err
+	}
+	if _, metadata := list.(*metav1.PartialObjectMetadataList); metadata && e.sharedList {
+		for _, it := range e.shared {
+			if err := each(it.DeepCopyObject().(client.Object)); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	if reflect.TypeOf(e.obj) == reflect.TypeOf(list) {
 		item := gvk.GroupVersion().WithKind(trimListSuffix(gvk.Kind))

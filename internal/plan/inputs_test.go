@@ -8,6 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -280,5 +281,76 @@ func TestRecorderHandsOutListedNodesOneAtATime(t *testing.T) {
 	stop := errors.New("stop")
 	if err := rec.ListEach(context.Background(), list, func(client.Object) error { return stop }); !errors.Is(err, stop) {
 		t.Errorf("ListEach returned %v, want the error of the caller's function", err)
+	}
+}
+
+// sharedReader serves the Nodes of a pagingReader from a "cache": ListShared hands out its
+// own objects, uncopied, and counts the lists.
+type sharedReader struct {
+	*pagingReader
+	cached []*metav1.PartialObjectMetadata
+	shared int
+}
+
+func (s *sharedReader) ListShared(_ context.Context, list client.ObjectList, each func(client.Object), opts ...client.ListOption) (bool, error) {
+	if _, ok := list.(*metav1.PartialObjectMetadataList); !ok {
+		return false, nil
+	}
+	s.shared++
+	lo := &client.ListOptions{}
+	lo.ApplyOptions(opts)
+	for _, n := range s.cached {
+		if lo.LabelSelector == nil || lo.LabelSelector.Matches(labels.Set(n.Labels)) {
+			each(n)
+		}
+	}
+	return true, nil
+}
+
+// A list a cache serves is recorded as the cache's own items, never copied whole and never
+// changed: readers get copies, one at a time with ListEach, and the inputs hash is the one
+// the same Nodes read from the API server give.
+func TestRecorderKeepsTheItemsACacheSharesAndHandsOutCopies(t *testing.T) {
+	workers := func() *pagingReader {
+		p := newPagingReader()
+		p.nodes = append(p.nodes[:7], p.nodes[8:]...) // the one that is no worker
+		return p
+	}
+	paging := workers()
+	reader := &sharedReader{pagingReader: paging}
+	for i := len(paging.nodes) - 1; i >= 0; i-- { // a cache lists in no particular order
+		n := paging.nodes[i].DeepCopy()
+		n.ManagedFields = nil
+		reader.cached = append(reader.cached, n)
+	}
+	rec := plan.NewRecorder(reader)
+	whole := listNodes(t, rec)
+	if reader.shared != 1 || paging.requests != 0 {
+		t.Fatalf("%d shared lists and %d requests, want the Nodes from the cache once", reader.shared, paging.requests)
+	}
+	if len(whole.Items) != 1200 || whole.Items[0].Name != "worker-0000" {
+		t.Fatalf("List handed out %d Nodes starting with %q, want the 1,200 workers in order", len(whole.Items), whole.Items[0].Name)
+	}
+	whole.Items[0].Labels["feature.node.kubernetes.io/cpu-model.vendor_id"] = "AMD"
+	var seen int
+	err := plan.ListEach(context.Background(), rec, &metav1.PartialObjectMetadataList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "NodeList"}},
+		func(o client.Object) error {
+			seen++
+			o.GetLabels()["feature.node.kubernetes.io/cpu-model.vendor_id"] = "AMD"
+			return nil
+		}, client.HasLabels{"node-role.kubernetes.io/worker"})
+	if err != nil || seen != 1200 {
+		t.Fatalf("ListEach handed out %d Nodes (%v), want 1,200", seen, err)
+	}
+	for _, n := range reader.cached {
+		if v, ok := n.Labels["feature.node.kubernetes.io/cpu-model.vendor_id"]; ok && v != "Intel" {
+			t.Fatalf("a reader's change of a Node reached the cache's object %s", n.Name)
+		}
+	}
+	_, sharedHash := rec.Inputs(nil)
+	requested := plan.NewRecorder(workers())
+	listNodes(t, requested)
+	if _, hash := requested.Inputs(nil); hash != sharedHash {
+		t.Errorf("inputs hash %s of the Nodes a cache served, %s of the same Nodes read from the API server", sharedHash, hash)
 	}
 }

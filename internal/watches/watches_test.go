@@ -3,6 +3,7 @@ package watches
 import (
 	"context"
 	"maps"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/cache/informertest"
@@ -161,14 +163,40 @@ func TestTheNodeInformerKeepsANodesNameAndFactLabelsOnly(t *testing.T) {
 	if key, err := toolscache.MetaNamespaceKeyFunc(kept); err != nil || key != "n1" {
 		t.Errorf("the informer keys a cached Node by its name: got %q, %v", key, err)
 	}
-	if again := nodeFactsOf(t, kept); !maps.Equal(again.Labels, kept.Labels) || again.Name != kept.Name {
-		t.Errorf("a Node transformed again (as the informer does with the initial events of a watch-list) changed: %+v", again)
+	if again, err := nodeFacts(kept); err != nil || again != any(kept) {
+		t.Errorf("a Node transformed again (as the informer does with the initial events of a watch-list) must be kept as it is, not copied: %+v", again)
+	}
+}
+
+// Nodes that report the same facts share one map of them; a Node whose facts differ has
+// its own.
+func TestNodesThatReportTheSameFactsShareTheirLabels(t *testing.T) {
+	node := func(name, vendor string) *metav1.PartialObjectMetadata {
+		o := object(nodeKind, "5")
+		o.SetName(name)
+		o.SetLabels(map[string]string{"node-role.kubernetes.io/worker": "", "kubernetes.io/hostname": name,
+			"feature.node.kubernetes.io/cpu-model.vendor_id": vendor})
+		return o
+	}
+	a, b, c := nodeFactsOf(t, node("a", "Intel")), nodeFactsOf(t, node("b", "Intel")), nodeFactsOf(t, node("c", "AMD"))
+	if reflect.ValueOf(a.Labels).Pointer() != reflect.ValueOf(b.Labels).Pointer() {
+		t.Error("two Nodes with the same facts keep two maps of them")
+	}
+	if reflect.ValueOf(a.Labels).Pointer() == reflect.ValueOf(c.Labels).Pointer() || c.Labels["feature.node.kubernetes.io/cpu-model.vendor_id"] != "AMD" {
+		t.Errorf("a Node with other facts shares the labels of another: %v", c.Labels)
+	}
+	if copied := a.DeepCopy(); reflect.ValueOf(copied.Labels).Pointer() == reflect.ValueOf(a.Labels).Pointer() {
+		t.Error("a copy of a cached Node (every read of the cache is one) shares its labels")
 	}
 }
 
 func nodeFactsOf(t *testing.T, o *metav1.PartialObjectMetadata) *metav1.PartialObjectMetadata {
 	t.Helper()
-	out, err := nodeFacts(o.DeepCopy())
+	o = o.DeepCopy()
+	if o.UID == "" {
+		o.UID = "uid-" + types.UID(o.Name) // as the API server serves it
+	}
+	out, err := nodeFacts(o)
 	if err != nil {
 		t.Fatal(err)
 	}

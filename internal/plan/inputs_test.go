@@ -143,7 +143,7 @@ func TestInputsHashOfListsIsPinned(t *testing.T) {
 // What counts of a Node is the facts the profiles decide from: a change of another of its
 // labels changes no inputs hash; a change of a fact does.
 func TestInputsHashOfNodesCountsTheirFactLabelsOnly(t *testing.T) {
-	hashOf := func(change func(labels map[string]string)) string {
+	hashOf := func(change func(set map[string]string)) string {
 		reader := newPagingReader()
 		change(reader.nodes[3].Labels)
 		rec := plan.NewRecorder(reader)

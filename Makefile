@@ -54,19 +54,24 @@ verify: manifests generate build-installer ## Fail if generated files (CRD, RBAC
 test: verify vet lint test-alerts envtest test-unit test-suites demo-check ## Run everything CI runs: verify, vet, lint, alert rules, unit + envtest suites, e2e, the console plugin (Jest, tsc, Chromium), install, the fault tests, the user guide, and the demo.
 
 # The suites that run the manager binary mostly wait for it and for the pool simulator: they
-# run in two lanes side by side, each on control planes of its own: e2e then the console
-# plugin's tests in one, install, faults and the guide one after the other in the other. The
-# first lane's output follows the other's.
+# run in three lanes side by side, each on control planes of its own: e2e in one, the console
+# plugin's tests (npm ci when needed, Jest, tsc, the build, the browser test) in another,
+# install, faults and the guide one after the other in the third. The output of the first
+# two follows the third's.
 .PHONY: test-suites
-test-suites: envtest helm build build-installer console-deps chromium ## Run the e2e and console suites beside the install, fault and guide suites.
+test-suites: envtest helm build build-installer chromium ## Run the e2e suite and the console plugin's tests beside the install, fault and guide suites.
 	@mkdir -p bin/suite-logs; \
-	( $(E2E_TEST) && $(CONSOLE_TEST) ) > bin/suite-logs/e2e.log 2>&1 & e2e=$$!; \
+	( $(E2E_TEST) ) > bin/suite-logs/e2e.log 2>&1 & e2e=$$!; \
+	( $(MAKE) --no-print-directory console-deps && $(CONSOLE_TEST) ) > bin/suite-logs/console.log 2>&1 & console=$$!; \
 	rest=0; ( $(INSTALL_TEST) ) && ( $(FAULTS_TEST) ) && ( $(GUIDE_TEST) ) || rest=$$?; \
 	e2e_rc=0; wait $$e2e || e2e_rc=$$?; \
-	echo "=== test-e2e and test-console (ran beside the other suites) ==="; cat bin/suite-logs/e2e.log; \
-	if [ $$e2e_rc -ne 0 ]; then echo "test-e2e or test-console failed (exit $$e2e_rc)"; fi; \
+	console_rc=0; wait $$console || console_rc=$$?; \
+	echo "=== test-e2e (ran beside the other suites) ==="; cat bin/suite-logs/e2e.log; \
+	echo "=== test-console (ran beside the other suites) ==="; cat bin/suite-logs/console.log; \
+	if [ $$e2e_rc -ne 0 ]; then echo "test-e2e failed (exit $$e2e_rc)"; fi; \
+	if [ $$console_rc -ne 0 ]; then echo "test-console failed (exit $$console_rc)"; fi; \
 	if [ $$rest -ne 0 ]; then echo "test-install, test-faults or test-guide failed (exit $$rest)"; fi; \
-	[ $$e2e_rc -eq 0 ] && [ $$rest -eq 0 ]
+	[ $$e2e_rc -eq 0 ] && [ $$console_rc -eq 0 ] && [ $$rest -eq 0 ]
 
 .PHONY: test-unit
 test-unit: envtest ## Run the unit and envtest suites (real kube-apiserver + etcd).

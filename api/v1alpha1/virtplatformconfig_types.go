@@ -639,6 +639,11 @@ type PoolRollout struct {
 	// secondsPerNode is the time per node measured when the batch's rollout finished.
 	// +optional
 	SecondsPerNode int64 `json:"secondsPerNode,omitempty"`
+	// vms is what draining the pool's nodes does to the virtual machines on them; absent
+	// when the rollout drains no node. Refreshed as VMs move, and not part of
+	// status.planHash.
+	// +optional
+	VMs *VMForecast `json:"vms,omitempty"`
 }
 
 // VirtPlatformConfig turns on one tuning profile of OpenShift Virtualization safely: the

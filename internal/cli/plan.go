@@ -211,6 +211,35 @@ func renderRollouts(b *strings.Builder, p painter, rollouts []advisorv1alpha1.Po
 		if ro.PauseState != "" {
 			fmt.Fprintf(b, "    pause: %s\n", ro.PauseState)
 		}
+		renderVMs(b, ro.VMs)
+	}
+}
+
+// renderVMs writes what draining the pool's nodes does to the VMs on them.
+func renderVMs(b *strings.Builder, vms *advisorv1alpha1.VMForecast) {
+	switch {
+	case vms == nil:
+		return
+	case vms.UnknownReason != "":
+		fmt.Fprintf(b, "    VMs unknown: %s\n", sanitize(vms.UnknownReason))
+		return
+	}
+	fmt.Fprintf(b, "    VMs: %s\n", sanitize(vms.Summary))
+	if vms.MemoryToMigrate != nil {
+		fmt.Fprintf(b, "    memory to migrate: %s\n", vms.MemoryToMigrate.String())
+	}
+	for _, l := range []struct {
+		what  string
+		names *advisorv1alpha1.VMNames
+	}{{"block the drain", vms.Blocking}, {"restart", vms.Restarting}, {"may move more often than forecast", vms.MayExceed}} {
+		if l.names == nil {
+			continue
+		}
+		line := strings.Join(l.names.Names, ", ")
+		if l.names.More > 0 {
+			line += fmt.Sprintf(" and %d more", l.names.More)
+		}
+		fmt.Fprintf(b, "    %s: %s\n", l.what, sanitize(line))
 	}
 }
 

@@ -1,0 +1,169 @@
+package targets
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/kubevirt/virt-advisor-operator/internal/vmforecast"
+)
+
+// This file reads what the VM forecast of a pool's rollout needs (internal/vmforecast
+// decides from it): the pool's nodes in the order the Machine Config Operator updates
+// them, the cluster-wide eviction strategy, and the run strategy of the VirtualMachines
+// whose instances a drain shuts down. Nothing here is written.
+
+// The KubeVirt kinds the VM forecast reads.
+var (
+	VirtualMachineInstance = Kind{
+		GVK:        schema.GroupVersionKind{Group: "kubevirt.io", Version: "v1", Kind: "VirtualMachineInstance"},
+		CRD:        "virtualmachineinstances.kubevirt.io",
+		Operator:   "OpenShift Virtualization (KubeVirt)",
+		Namespaced: true,
+	}
+	VirtualMachine = Kind{
+		GVK:        schema.GroupVersionKind{Group: "kubevirt.io", Version: "v1", Kind: "VirtualMachine"},
+		CRD:        "virtualmachines.kubevirt.io",
+		Operator:   "OpenShift Virtualization (KubeVirt)",
+		Namespaced: true,
+	}
+	// KubeVirt is KubeVirt's own configuration; the HyperConverged sets its
+	// spec.configuration.evictionStrategy, the cluster-wide eviction strategy.
+	KubeVirt = Kind{
+		GVK:        schema.GroupVersionKind{Group: "kubevirt.io", Version: "v1", Kind: "KubeVirt"},
+		CRD:        "kubevirts.kubevirt.io",
+		Operator:   "OpenShift Virtualization (KubeVirt)",
+		Namespaced: true,
+	}
+)
+
+// zoneLabel is the node label the Machine Config Operator orders a pool's nodes by.
+const zoneLabel = "topology.kubernetes.io/zone"
+
+// PoolNodes reads the nodes of the pool (those its spec.nodeSelector selects), metadata
+// only: their names in the order the node controller updates them, and their labels by
+// name, which tell whether a VM's node affinity pins it.
+func PoolNodes(ctx context.Context, reader client.Reader, pool string) ([]string, map[string]map[string]string, error) {
+	p, err := GetPool(ctx, reader, pool)
+	if err != nil {
+		return nil, nil, err
+	}
+	raw, _, _ := unstructured.NestedMap(p.Object, "spec", "nodeSelector")
+	if raw == nil {
+		return nil, nil, nil // a pool without a node selector selects no node
+	}
+	sel := &metav1.LabelSelector{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, sel); err != nil {
+		return nil, nil, fmt.Errorf("read the nodeSelector of MachineConfigPool %s: %w", pool, err)
+	}
+	selector, err := metav1.LabelSelectorAsSelector(sel)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read the nodeSelector of MachineConfigPool %s: %w", pool, err)
+	}
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "NodeList"})
+	if err := reader.List(ctx, list, client.MatchingLabelsSelector{Selector: selector}); err != nil {
+		return nil, nil, fmt.Errorf("list the nodes of MachineConfigPool %s: %w", pool, err)
+	}
+	nodes := make([]vmforecast.Node, 0, len(list.Items))
+	labels := make(map[string]map[string]string, len(list.Items))
+	for _, n := range list.Items {
+		nodes = append(nodes, vmforecast.Node{Name: n.Name, Zone: n.Labels[zoneLabel], Created: n.CreationTimestamp.Time})
+		labels[n.Name] = n.Labels
+	}
+	return vmforecast.UpdateOrder(nodes), labels, nil
+}
+
+// ClusterEvictionStrategy is the cluster-wide eviction strategy: the KubeVirt CR's
+// spec.configuration.evictionStrategy ("" when there is none, or it sets none).
+func ClusterEvictionStrategy(ctx context.Context, reader client.Reader) (string, error) {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(KubeVirt.ListGVK(KubeVirt.GVK.Version))
+	if err := reader.List(ctx, list); err != nil {
+		if meta.IsNoMatchError(err) {
+			return "", nil
+		}
+		return "", fmt.Errorf("list KubeVirt: %w", err)
+	}
+	for _, kv := range list.Items {
+		if s, _, _ := unstructured.NestedString(kv.Object, "spec", "configuration", "evictionStrategy"); s != "" {
+			return s, nil
+		}
+	}
+	return "", nil
+}
+
+// PoolVMs reads the facts of the VMs running on the pool's nodes from their instances
+// (vmis), reading the VirtualMachine of each instance a drain shuts down for its run
+// strategy, and forecasts what the pool's rollout does to them. maxUnavailable is the
+// pool's spec.maxUnavailable as written ("" is 1).
+func PoolVMs(ctx context.Context, reader client.Reader, pool, maxUnavailable string, vmis []unstructured.Unstructured) (vmforecast.PoolForecast, error) {
+	nodes, labels, err := PoolNodes(ctx, reader, pool)
+	if err != nil {
+		return vmforecast.PoolForecast{}, err
+	}
+	strategy, err := ClusterEvictionStrategy(ctx, reader)
+	if err != nil {
+		return vmforecast.PoolForecast{}, err
+	}
+	value := intstr.Parse(maxUnavailable)
+	if maxUnavailable == "" {
+		value = intstr.FromInt32(1)
+	}
+	limit, err := intstr.GetScaledValueFromIntOrPercent(&value, len(nodes), false)
+	if err != nil {
+		limit = 1
+	}
+	p := vmforecast.Pool{Name: pool, Nodes: nodes, MaxUnavailable: max(limit, 1)}
+	var vms []vmforecast.VM
+	for i := range vmis {
+		vmi := &vmis[i]
+		node, _, _ := unstructured.NestedString(vmi.Object, "status", "nodeName")
+		if _, ok := labels[node]; !ok {
+			continue
+		}
+		facts, running, err := vmforecast.FromObjects(vmi, nil, labels)
+		if err != nil {
+			return vmforecast.PoolForecast{}, err
+		}
+		if !running {
+			continue
+		}
+		if vmforecast.Classify(facts, strategy).Outcome == vmforecast.Restarts {
+			vm, err := getVirtualMachine(ctx, reader, vmi.GetNamespace(), vmi.GetName())
+			if err != nil {
+				return vmforecast.PoolForecast{}, err
+			}
+			if vm != nil {
+				if facts, _, err = vmforecast.FromObjects(vmi, vm, labels); err != nil {
+					return vmforecast.PoolForecast{}, err
+				}
+			}
+		}
+		vms = append(vms, facts)
+	}
+	return vmforecast.ForecastPool(p, vms, strategy), nil
+}
+
+// getVirtualMachine reads the VirtualMachine of that name, the owner of the instance of
+// the same name; nil when there is none.
+func getVirtualMachine(ctx context.Context, reader client.Reader, namespace, name string) (*unstructured.Unstructured, error) {
+	vm := &unstructured.Unstructured{}
+	vm.SetGroupVersionKind(VirtualMachine.GVK)
+	err := reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, vm)
+	switch {
+	case apierrors.IsNotFound(err), meta.IsNoMatchError(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("read VirtualMachine %s/%s: %w", namespace, name, err)
+	}
+	return vm, nil
+}

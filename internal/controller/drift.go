@@ -222,7 +222,7 @@ func (r *VirtPlatformConfigReconciler) settle(ctx context.Context, s *scope, dri
 		msg := "drifted from the plan: " + strings.Join(drifted, "; ") +
 			". Revert the change, or review the correction in status.items[].diff and approve it"
 		if st.Disruption != "" {
-			msg += "; approving it " + st.Disruption + " (status.rollouts)"
+			msg += "; " + disruptionClause(st.Disruption)
 		}
 		if upgrades := upgradeNames(st.Items); len(upgrades) > 0 {
 			msg += fmt.Sprintf(" (the approval also applies the pending change(s) of item(s) %s)", strings.Join(upgrades, ", "))

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -76,9 +77,23 @@ func (r *VirtPlatformConfigReconciler) refreshVMs(ctx context.Context, s *scope)
 			pools = append(pools, drainedPool{pool: ro.Pool, maxUnavailable: ro.MaxUnavailable})
 		}
 	}
-	if vms := r.forecastVMs(ctx, pools, true); len(vms) > 0 {
-		s.ledger().SetVMs(vms)
+	vms := r.forecastVMs(ctx, pools, true)
+	if len(vms) == 0 {
+		return
 	}
+	before := s.vpc.Status.Disruption
+	s.ledger().SetVMs(vms)
+	if after := s.vpc.Status.Disruption; after != before && !s.phaseSet {
+		// The message that asks for the approval says what approving does: as it is now.
+		reason, message := s.before.Status.ShownReason()
+		s.setPhase(s.vpc.Status.Phase, reason, strings.Replace(message, disruptionClause(before), disruptionClause(after), 1))
+	}
+}
+
+// disruptionClause is how a message that asks for an approval says what approving does
+// to nodes and VMs (see review).
+func disruptionClause(disruption string) string {
+	return "approving it " + disruption + " (status.rollouts)"
 }
 
 func vmsUnknown(reason string) *advisorv1alpha1.VMForecast {

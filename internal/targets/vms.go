@@ -88,8 +88,8 @@ func ClusterEvictionStrategy(ctx context.Context, reader client.Reader) (string,
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(KubeVirt.ListGVK(KubeVirt.GVK.Version))
 	if err := reader.List(ctx, list); err != nil {
-		if meta.IsNoMatchError(err) {
-			return "", nil
+		if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+			return "", nil // not served
 		}
 		return "", fmt.Errorf("list KubeVirt: %w", err)
 	}

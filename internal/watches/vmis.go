@@ -83,6 +83,9 @@ func (w *Watches) VMIs(ctx context.Context, reader client.Reader) ([]unstructure
 	}
 	ctx, cancel := context.WithTimeout(ctx, vmiSyncTimeout)
 	defer cancel()
+	if !c.WaitForCacheSync(ctx) {
+		return nil, fmt.Errorf("the VirtualMachineInstance informer did not start: %w", ctx.Err())
+	}
 	list := vmiList()
 	if err := c.List(ctx, list); err != nil {
 		return nil, fmt.Errorf("list VirtualMachineInstances from their informer: %w", err)

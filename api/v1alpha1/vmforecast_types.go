@@ -43,7 +43,8 @@ type VMForecast struct {
 	// Machine Config Operator's UpdateInProgress taint, or are pinned by node affinity.
 	// +optional
 	MayExceed *VMNames `json:"mayExceed,omitempty"`
-	// summary says it in one line, as status.disruption and the approval message show it.
+	// summary says it in one line, as status.disruption and the approval message show it;
+	// empty when the cluster serves no VirtualMachineInstances (it runs no VMs).
 	// +optional
 	Summary string `json:"summary,omitempty"`
 }

@@ -1,0 +1,104 @@
+package watches
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
+	"github.com/kubevirt/virt-advisor-operator/internal/vmforecast"
+)
+
+const fullVMI = `
+apiVersion: kubevirt.io/v1
+kind: VirtualMachineInstance
+metadata:
+  name: pg-0
+  namespace: db
+  uid: 6f1c
+  resourceVersion: "42"
+  labels: {app: pg}
+  annotations: {kubevirt.io/latest-observed-api-version: v1}
+  ownerReferences: [{apiVersion: kubevirt.io/v1, kind: VirtualMachine, name: pg-0, uid: 9a0b}]
+spec:
+  evictionStrategy: LiveMigrate
+  nodeSelector: {disk: ssd}
+  tolerations: [{key: UpdateInProgress, operator: Exists}]
+  domain:
+    cpu: {cores: 4}
+    devices: {disks: [{name: root, disk: {bus: virtio}}], interfaces: [{name: default, masquerade: {}}]}
+    memory: {guest: 8Gi}
+  volumes: [{name: root, dataVolume: {name: pg-0-root}}]
+status:
+  nodeName: worker-2
+  phase: Running
+  memory: {guestCurrent: 8Gi, guestAtBoot: 8Gi}
+  interfaces: [{name: default, ipAddress: 10.128.2.7}]
+  conditions:
+  - {type: Ready, status: "True"}
+  - {type: LiveMigratable, status: "False", reason: DisksNotLiveMigratable, message: "PVC pg-0-root is not shared", lastProbeTime: null}
+`
+
+func TestVMIFactsKeepWhatTheForecastDecidesFromAndNothingElse(t *testing.T) {
+	full := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(fullVMI), &full.Object); err != nil {
+		t.Fatal(err)
+	}
+	kept, err := vmiFacts(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := kept.(*unstructured.Unstructured)
+	for _, gone := range [][]string{
+		{"metadata", "labels"}, {"metadata", "annotations"}, {"metadata", "ownerReferences"},
+		{"spec", "domain", "cpu"}, {"spec", "domain", "devices"}, {"spec", "volumes"},
+		{"status", "interfaces"}, {"status", "memory", "guestAtBoot"},
+	} {
+		if _, found, _ := unstructured.NestedFieldNoCopy(u.Object, gone...); found {
+			t.Errorf("the informer keeps %v", gone)
+		}
+	}
+	if conditions, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions"); len(conditions) != 1 {
+		t.Errorf("conditions kept: %v; want the LiveMigratable one", conditions)
+	}
+	want, _, err := vmforecast.FromObjects(full, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, running, err := vmforecast.FromObjects(u, nil, nil)
+	if err != nil || !running {
+		t.Fatalf("FromObjects of the kept VMI: running %v, %v", running, err)
+	}
+	if got != want {
+		t.Errorf("the forecast reads other facts from the kept VMI:\n got %+v\nwant %+v", got, want)
+	}
+
+	moved := u.DeepCopy()
+	moved.SetResourceVersion("43")
+	if vmiChanged(u, moved) {
+		t.Error("an update that changes nothing the informer keeps wakes the configs")
+	}
+	_ = unstructured.SetNestedField(moved.Object, "worker-0", "status", "nodeName")
+	if !vmiChanged(u, moved) {
+		t.Error("a VMI that moved to another node does not wake the configs")
+	}
+}
+
+func TestOnlyAConfigWhoseVMForecastCanStillChangeWatchesTheVMIs(t *testing.T) {
+	vpc := &advisorv1alpha1.VirtPlatformConfig{}
+	vpc.Status.Phase = advisorv1alpha1.PhaseReviewRequired
+	vpc.Status.Rollouts = []advisorv1alpha1.PoolRollout{{Pool: "worker", VMs: &advisorv1alpha1.VMForecast{Migrations: 3}}}
+	if got := vmForecastInputs(vpc); len(got) != 1 || got[0] != VMIsKey {
+		t.Errorf("a plan under review with a VM forecast: %v", got)
+	}
+	vpc.Status.Phase = advisorv1alpha1.PhaseCompleted
+	if got := vmForecastInputs(vpc); len(got) != 0 {
+		t.Errorf("a completed config: %v", got)
+	}
+	vpc.Status.Phase = advisorv1alpha1.PhaseReviewRequired
+	vpc.Status.Rollouts[0].VMs = nil
+	if got := vmForecastInputs(vpc); len(got) != 0 {
+		t.Errorf("a plan that drains no node: %v", got)
+	}
+}

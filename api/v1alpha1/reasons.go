@@ -60,6 +60,10 @@ const (
 	// they roll out in is no longer Updating or Degraded from another change, or is resumed
 	// by whoever paused it.
 	ReasonAwaitingPool = "AwaitingPool"
+	// ReasonDrainBlocked: the items that roll out to nodes wait because a VM on a node the
+	// batch drains would block the drain (status.rollouts[].vms.blocking names them): the
+	// batch does not start, or its pools are not resumed, until none blocks.
+	ReasonDrainBlocked = "DrainBlocked"
 	// ReasonInvalidMaintenanceWindow: spec.maintenanceWindow cannot be read (an unknown
 	// time zone, a schedule that never fires).
 	ReasonInvalidMaintenanceWindow = "InvalidMaintenanceWindow"

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -83,11 +84,39 @@ func (r *VirtPlatformConfigReconciler) refreshVMs(ctx context.Context, s *scope)
 	}
 	before := s.vpc.Status.Disruption
 	s.ledger().SetVMs(vms)
-	if after := s.vpc.Status.Disruption; after != before && !s.phaseSet {
+	after := s.vpc.Status.Disruption
+	if after == before || s.phaseSet {
+		return
+	}
+	if reason, message := s.before.Status.ShownReason(); strings.Contains(message, disruptionClause(before)) {
 		// The message that asks for the approval says what approving does: as it is now.
-		reason, message := s.before.Status.ShownReason()
 		s.setPhase(s.vpc.Status.Phase, reason, strings.Replace(message, disruptionClause(before), disruptionClause(after), 1))
 	}
+}
+
+// blockedDrains forecasts the VMs again and says which of them would block the drain of
+// a pool the batch has yet to roll out in, and what unblocks them; "" when none would.
+// A drain a VM blocks keeps its node cordoned and stalls the pool's rollout until someone
+// acts: the batch does not start, nor are its pools resumed, while one would.
+func (r *VirtPlatformConfigReconciler) blockedDrains(ctx context.Context, s *scope) string {
+	r.refreshVMs(ctx, s)
+	var parts []string
+	for _, ro := range s.vpc.Status.Rollouts {
+		if len(ro.Items) == 0 || ro.RolloutStartedAt != nil || ro.VMs == nil || ro.VMs.Block == 0 || ro.VMs.Blocking == nil {
+			continue
+		}
+		names := strings.Join(ro.VMs.Blocking.Names, ", ")
+		if ro.VMs.Blocking.More > 0 {
+			names += fmt.Sprintf(" and %d more", ro.VMs.Blocking.More)
+		}
+		parts = append(parts, fmt.Sprintf("MachineConfigPool %s: %s", ro.Pool, names))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "the items that roll out to nodes wait: VMs would block the drain of their nodes (" + strings.Join(parts, "; ") +
+		"). Live-migrate each to a node outside the pool, stop it (runStrategy: Halted), or give it an eviction strategy " +
+		"that lets the drain evict it (LiveMigrateIfPossible or None); the batch goes on by itself once none blocks"
 }
 
 // disruptionClause is how a message that asks for an approval says what approving does

@@ -13,6 +13,7 @@ import (
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
 	"github.com/kubevirt/virt-advisor-operator/internal/profiles/loadaware"
+	"github.com/kubevirt/virt-advisor-operator/internal/targets"
 	"github.com/kubevirt/virt-advisor-operator/internal/testenv"
 )
 
@@ -67,6 +68,23 @@ status:
 `, name, vmNamespace, own, memory, node, status)
 }
 
+// vmsOnWorkers installs the KubeVirt CRDs, creates three worker nodes, a KubeVirt CR
+// whose cluster-wide eviction strategy is LiveMigrate, and the VMIs of manifest, until
+// the spec ends.
+func vmsOnWorkers(manifest string) {
+	GinkgoHelper()
+	installKubeVirtCRDs()
+	createWorkerNodes(3)
+	Expect(client.IgnoreAlreadyExists(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: vmNamespace}}))).To(Succeed())
+	kubectlApply(`
+apiVersion: kubevirt.io/v1
+kind: KubeVirt
+metadata: {name: kubevirt, namespace: ` + vmNamespace + `}
+spec:
+  configuration: {evictionStrategy: LiveMigrate}
+` + manifest)
+}
+
 // workerVMs is the VM forecast of the worker pool in status.
 func workerVMs(vpc *advisorv1alpha1.VirtPlatformConfig) *advisorv1alpha1.VMForecast {
 	for _, ro := range vpc.Status.Rollouts {
@@ -97,15 +115,7 @@ var _ = Describe("What a rollout does to the VMs", func() {
 	})
 
 	It("shows before the approval which VMs of the drained nodes live-migrate, how often, which restart and which block the drain, and refreshes it as VMs go without touching the plan hash", func() {
-		installKubeVirtCRDs()
-		createWorkerNodes(3)
-		Expect(client.IgnoreAlreadyExists(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: vmNamespace}}))).To(Succeed())
-		kubectlApply(`
-apiVersion: kubevirt.io/v1
-kind: KubeVirt
-metadata: {name: kubevirt, namespace: ` + vmNamespace + `}
-spec:
-  configuration: {evictionStrategy: LiveMigrate}
+		vmsOnWorkers(`
 ---
 apiVersion: kubevirt.io/v1
 kind: VirtualMachine
@@ -153,5 +163,43 @@ spec:
 		done := waitPhase(advisorv1alpha1.PhaseCompleted)
 		Expect(strings.Join(eventReasons(), ",")).NotTo(ContainSubstring(advisorv1alpha1.ReasonPlanStale))
 		Expect(done.Status.PlanHash).To(Equal(shown.Status.PlanHash))
+	})
+
+	It("a batch whose drain a VM would block does not start: the items before it are applied, the config names the VM and what unblocks it, and the batch starts by itself once the VM is stopped", func() {
+		vmsOnWorkers(vmi("web-0", "worker-0", true, "2Gi", "") + vmi("pg-0", "worker-2", false, "4Gi", ""))
+		createConfig(advisorv1alpha1.VirtPlatformConfigSpec{Action: advisorv1alpha1.ActionApply})
+		Eventually(inProgressReason).Should(Equal(advisorv1alpha1.ReasonDrainBlocked))
+		held := getConfig()
+		Expect(conditionMessage(held, advisorv1alpha1.ConditionInProgress)).To(And(
+			ContainSubstring("MachineConfigPool worker: vms/pg-0"), ContainSubstring("stop it (runStrategy: Halted)")))
+		Expect(item(held, loadaware.ItemDescheduler).State).To(Equal(advisorv1alpha1.ItemCompleted), "the items before the batch are not held")
+		Consistently(itemState).WithArguments(loadaware.ItemPSI).Should(Equal(advisorv1alpha1.ItemPending))
+		Expect(targets.PoolPaused(workerPool())).To(BeFalse())
+
+		kubectl("delete", "vmi", "pg-0", "-n", vmNamespace)
+		Eventually(itemState).WithArguments(loadaware.ItemPSI).Should(Equal(advisorv1alpha1.ItemInProgress))
+		rolloutPool()
+		waitPhase(advisorv1alpha1.PhaseCompleted)
+	})
+
+	It("a VM that starts blocking after the approval keeps the pool paused right before its resume, until it no longer blocks", func() {
+		vmsOnWorkers(vmi("web-0", "worker-0", true, "2Gi", ""))
+		createConfig(advisorv1alpha1.VirtPlatformConfigSpec{Action: advisorv1alpha1.ActionApply})
+		Eventually(func(g Gomega) {
+			g.Expect(itemState(loadaware.ItemPSI)).To(Equal(advisorv1alpha1.ItemInProgress))
+			g.Expect(targets.PausedBy(workerPool())).To(ConsistOf(configName))
+		}).Should(Succeed())
+
+		By("a VM that cannot migrate starts on a worker while the batch is applied")
+		kubectlApply(vmi("pg-0", "worker-1", false, "4Gi", ""))
+		rolloutPool()
+		Eventually(inProgressReason).Should(Equal(advisorv1alpha1.ReasonDrainBlocked))
+		Expect(conditionMessage(getConfig(), advisorv1alpha1.ConditionInProgress)).To(ContainSubstring("vms/pg-0"))
+		Consistently(func() []string { return targets.PausedBy(workerPool()) }).Should(ConsistOf(configName))
+
+		kubectl("delete", "vmi", "pg-0", "-n", vmNamespace)
+		Eventually(func() bool { return targets.PoolPaused(workerPool()) }).Should(BeFalse())
+		rolloutPool()
+		waitPhase(advisorv1alpha1.PhaseCompleted)
 	})
 })

@@ -177,6 +177,17 @@ func (w *Watches) dropVMIsLocked(group string) {
 	w.vmis = nil
 }
 
+// stopUnusedVMIsLocked stops the informer when no config's VM forecast can change any
+// more: the VMIs leave memory until a plan needs them again.
+func (w *Watches) stopUnusedVMIsLocked() {
+	if w.vmis == nil || len(w.configs[VMIsKey]) > 0 {
+		return
+	}
+	w.vmis.stop()
+	w.vmis = nil
+	w.log.Info("stopped reading VirtualMachineInstances: no plan's VM forecast can change")
+}
+
 // vmiFields are the fields of a VirtualMachineInstance the forecast decides from (see
 // vmforecast.FromObjects); the informer keeps these and nothing else.
 var vmiFields = [][]string{

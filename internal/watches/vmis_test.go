@@ -3,6 +3,7 @@ package watches
 import (
 	"testing"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
@@ -100,5 +101,24 @@ func TestOnlyAConfigWhoseVMForecastCanStillChangeWatchesTheVMIs(t *testing.T) {
 	vpc.Status.Rollouts[0].VMs = nil
 	if got := vmForecastInputs(vpc); len(got) != 0 {
 		t.Errorf("a plan that drains no node: %v", got)
+	}
+}
+
+func TestTheVMIInformerStopsWhenNoConfigsForecastCanChange(t *testing.T) {
+	w := New(nil, nil, nil, nil, nil, nil, logr.Discard())
+	stopped := false
+	w.vmis = &vmiWatch{stop: func() { stopped = true }}
+	w.mu.Lock()
+	w.addConfigLocked(VMIsKey, "a")
+	w.addConfigLocked(VMIsKey, "b")
+	w.mu.Unlock()
+
+	w.Forget("a")
+	if stopped || w.vmis == nil {
+		t.Fatal("the informer stopped while config b's forecast can still change")
+	}
+	w.Forget("b")
+	if !stopped || w.vmis != nil {
+		t.Fatal("the informer runs on with no config whose VM forecast can change")
 	}
 }

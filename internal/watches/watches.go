@@ -224,6 +224,7 @@ func (w *Watches) stopUnusedInputsLocked() {
 			w.log.V(1).Info("stopped watching input", "input", k.String())
 		}
 	}
+	w.stopUnusedVMIsLocked()
 }
 
 // CRDMetadata is the metadata-only object the controller watches CRDs with.

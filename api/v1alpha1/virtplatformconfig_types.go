@@ -644,6 +644,10 @@ type PoolRollout struct {
 	// status.planHash.
 	// +optional
 	VMs *VMForecast `json:"vms,omitempty"`
+	// vmsActual is what the rollout did to the virtual machines, recorded when it
+	// finished, beside what vms forecast.
+	// +optional
+	VMsActual *VMActual `json:"vmsActual,omitempty"`
 }
 
 // VirtPlatformConfig turns on one tuning profile of OpenShift Virtualization safely: the

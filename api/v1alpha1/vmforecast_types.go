@@ -1,6 +1,9 @@
 package v1alpha1
 
-import "k8s.io/apimachinery/pkg/api/resource"
+import (
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
 
 // VMForecast is what draining a pool's nodes for its rollout does to the KubeVirt virtual
 // machines running on them: which live-migrate and how often, which are shut down, and
@@ -59,4 +62,49 @@ type VMNames struct {
 	// more is the number of VMs beyond names.
 	// +optional
 	More int32 `json:"more,omitempty"`
+}
+
+// VMActual is what a pool's rollout did to the virtual machines on its nodes, counted when
+// it finished, to set beside its forecast (PoolRollout.vms).
+type VMActual struct {
+	// unknownReason says why what happened to the VMs is not known; the counts below are
+	// then empty.
+	// +optional
+	UnknownReason string `json:"unknownReason,omitempty"`
+	// migrations is the number of live migrations the drains of the pool's nodes made
+	// during the rollout: the VirtualMachineInstanceMigrations KubeVirt's evacuation
+	// created for them.
+	// +optional
+	Migrations int32 `json:"migrations,omitempty"`
+	// migratedVMs is the number of VMs that live-migrated at least once.
+	// +optional
+	MigratedVMs int32 `json:"migratedVMs,omitempty"`
+	// maxPerVM is the most migrations of one VM.
+	// +optional
+	MaxPerVM int32 `json:"maxPerVM,omitempty"`
+	// restarts is the number of VMs running on the pool's nodes when the rollout started
+	// that were shut down during it (started again or not); absent when the operator did
+	// not see the rollout start.
+	// +optional
+	Restarts *int32 `json:"restarts,omitempty"`
+	// blocked is the number of VMs the operator saw block the drain of a node during the
+	// rollout.
+	// +optional
+	Blocked int32 `json:"blocked,omitempty"`
+	// blocking names them.
+	// +optional
+	Blocking *VMNames `json:"blocking,omitempty"`
+	// movedMore names the VMs that live-migrated more often than forecast.
+	// +optional
+	MovedMore *VMNames `json:"movedMore,omitempty"`
+	// duration is how long the rollout took, from the pool's resume to its last node.
+	// +optional
+	Duration *metav1.Duration `json:"duration,omitempty"`
+	// asForecast is true when the migrations, restarts and blocked drains are those
+	// forecast.
+	// +optional
+	AsForecast bool `json:"asForecast,omitempty"`
+	// summary says it in one line, forecast beside actual.
+	// +optional
+	Summary string `json:"summary,omitempty"`
 }

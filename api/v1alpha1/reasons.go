@@ -158,4 +158,13 @@ const (
 	EventPoolPaused = "PoolPaused"
 	// EventPoolResumed: the operator resumed a MachineConfigPool it paused.
 	EventPoolResumed = "PoolResumed"
+	// EventVMDrainBlocked: during a pool's rollout, a VM blocks the drain of a node still
+	// to be updated; the node stays cordoned until it is migrated, stopped or given
+	// another eviction strategy.
+	EventVMDrainBlocked = "VMDrainBlocked"
+	// EventVMsAsForecast: a pool's rollout did to the VMs what its forecast said.
+	EventVMsAsForecast = "VMsAsForecast"
+	// EventVMsNotAsForecast: a pool's rollout did not do to the VMs what its forecast
+	// said; the message names the VMs that moved more often than forecast.
+	EventVMsNotAsForecast = "VMsNotAsForecast"
 )

@@ -316,6 +316,7 @@ func (r *VirtPlatformConfigReconciler) startRollouts(ctx context.Context, s *sco
 		}
 		t := s.now
 		ro.RolloutStartedAt = &t
+		r.vmRolloutStarted(ctx, s, ro)
 	}
 	return paused, waitingFor, nil
 }
@@ -392,9 +393,11 @@ func (r *VirtPlatformConfigReconciler) checkBatch(ctx context.Context, s *scope,
 				s.ledger().SetState(i, advisorv1alpha1.ItemCompleted, msg)
 			}
 		}
+		r.recordVMActuals(ctx, s)
 		plan.MeasureRollouts(st, s.now)
 		return goOn(executeHandler), nil
 	}
+	r.watchDrains(ctx, s)
 	wait := r.pollInterval()
 	if timeout > 0 {
 		for _, i := range items {

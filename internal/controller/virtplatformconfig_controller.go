@@ -80,6 +80,8 @@ type VirtPlatformConfigReconciler struct {
 	Now func() time.Time
 
 	watches *watches.Watches
+	// vmRollouts is what was seen of the VMs while pools rolled out (vmactual.go).
+	vmRollouts vmRollouts
 }
 
 // +kubebuilder:rbac:groups=advisor.kubevirt.io,resources=virtplatformconfigs,verbs=get;list;watch;create

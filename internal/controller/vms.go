@@ -105,11 +105,7 @@ func (r *VirtPlatformConfigReconciler) blockedDrains(ctx context.Context, s *sco
 		if len(ro.Items) == 0 || ro.RolloutStartedAt != nil || ro.VMs == nil || ro.VMs.Block == 0 || ro.VMs.Blocking == nil {
 			continue
 		}
-		names := strings.Join(ro.VMs.Blocking.Names, ", ")
-		if ro.VMs.Blocking.More > 0 {
-			names += fmt.Sprintf(" and %d more", ro.VMs.Blocking.More)
-		}
-		parts = append(parts, fmt.Sprintf("MachineConfigPool %s: %s", ro.Pool, names))
+		parts = append(parts, fmt.Sprintf("MachineConfigPool %s: %s", ro.Pool, joinNames(ro.VMs.Blocking)))
 	}
 	if len(parts) == 0 {
 		return ""

@@ -45,8 +45,12 @@ var (
 	}
 )
 
-// zoneLabel is the node label the Machine Config Operator orders a pool's nodes by.
-const zoneLabel = "topology.kubernetes.io/zone"
+const (
+	// zoneLabel is the node label the Machine Config Operator orders a pool's nodes by.
+	zoneLabel = "topology.kubernetes.io/zone"
+	// currentConfigAnnotation is the configuration a node runs, as its daemon reports it.
+	currentConfigAnnotation = "machineconfiguration.openshift.io/currentConfig"
+)
 
 // PoolNodes reads the nodes of the pool (those its spec.nodeSelector selects), metadata
 // only: their names in the order the node controller updates them, and their labels by
@@ -56,22 +60,9 @@ func PoolNodes(ctx context.Context, reader client.Reader, pool string) ([]string
 	if err != nil {
 		return nil, nil, err
 	}
-	raw, _, _ := unstructured.NestedMap(p.Object, "spec", "nodeSelector")
-	if raw == nil {
-		return nil, nil, nil // a pool without a node selector selects no node
-	}
-	sel := &metav1.LabelSelector{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, sel); err != nil {
-		return nil, nil, fmt.Errorf("read the nodeSelector of MachineConfigPool %s: %w", pool, err)
-	}
-	selector, err := metav1.LabelSelectorAsSelector(sel)
-	if err != nil {
-		return nil, nil, fmt.Errorf("read the nodeSelector of MachineConfigPool %s: %w", pool, err)
-	}
-	list := &metav1.PartialObjectMetadataList{}
-	list.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "NodeList"})
-	if err := reader.List(ctx, list, client.MatchingLabelsSelector{Selector: selector}); err != nil {
-		return nil, nil, fmt.Errorf("list the nodes of MachineConfigPool %s: %w", pool, err)
+	list, err := poolNodeList(ctx, reader, p)
+	if err != nil || list == nil {
+		return nil, nil, err
 	}
 	nodes := make([]vmforecast.Node, 0, len(list.Items))
 	labels := make(map[string]map[string]string, len(list.Items))
@@ -80,6 +71,29 @@ func PoolNodes(ctx context.Context, reader client.Reader, pool string) ([]string
 		labels[n.Name] = n.Labels
 	}
 	return vmforecast.UpdateOrder(nodes), labels, nil
+}
+
+// poolNodeList lists the nodes the pool's spec.nodeSelector selects, metadata only; nil
+// when it has no node selector (it selects no node).
+func poolNodeList(ctx context.Context, reader client.Reader, p *unstructured.Unstructured) (*metav1.PartialObjectMetadataList, error) {
+	raw, _, _ := unstructured.NestedMap(p.Object, "spec", "nodeSelector")
+	if raw == nil {
+		return nil, nil
+	}
+	sel := &metav1.LabelSelector{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, sel); err != nil {
+		return nil, fmt.Errorf("read the nodeSelector of MachineConfigPool %s: %w", p.GetName(), err)
+	}
+	selector, err := metav1.LabelSelectorAsSelector(sel)
+	if err != nil {
+		return nil, fmt.Errorf("read the nodeSelector of MachineConfigPool %s: %w", p.GetName(), err)
+	}
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(schema.GroupVersionKind{Version: "v1", Kind: "NodeList"})
+	if err := reader.List(ctx, list, client.MatchingLabelsSelector{Selector: selector}); err != nil {
+		return nil, fmt.Errorf("list the nodes of MachineConfigPool %s: %w", p.GetName(), err)
+	}
+	return list, nil
 }
 
 // ClusterEvictionStrategy is the cluster-wide eviction strategy: the KubeVirt CR's
@@ -106,23 +120,26 @@ func ClusterEvictionStrategy(ctx context.Context, reader client.Reader) (string,
 // strategy, and forecasts what the pool's rollout does to them. maxUnavailable is the
 // pool's spec.maxUnavailable as written ("" is 1).
 func PoolVMs(ctx context.Context, reader client.Reader, pool, maxUnavailable string, vmis []unstructured.Unstructured) (vmforecast.PoolForecast, error) {
-	nodes, labels, err := PoolNodes(ctx, reader, pool)
+	p, vms, err := PoolVMForecasts(ctx, reader, pool, maxUnavailable, vmis)
 	if err != nil {
 		return vmforecast.PoolForecast{}, err
+	}
+	return vmforecast.Summarize(p, vms), nil
+}
+
+// PoolVMForecasts is PoolVMs VM by VM: the pool as the forecast sees it, and what its
+// rollout does to each VM running on its nodes.
+func PoolVMForecasts(ctx context.Context, reader client.Reader, pool, maxUnavailable string,
+	vmis []unstructured.Unstructured) (vmforecast.Pool, []vmforecast.VMForecast, error) {
+	nodes, labels, err := PoolNodes(ctx, reader, pool)
+	if err != nil {
+		return vmforecast.Pool{}, nil, err
 	}
 	strategy, err := ClusterEvictionStrategy(ctx, reader)
 	if err != nil {
-		return vmforecast.PoolForecast{}, err
+		return vmforecast.Pool{}, nil, err
 	}
-	value := intstr.Parse(maxUnavailable)
-	if maxUnavailable == "" {
-		value = intstr.FromInt32(1)
-	}
-	limit, err := intstr.GetScaledValueFromIntOrPercent(&value, len(nodes), false)
-	if err != nil {
-		limit = 1
-	}
-	p := vmforecast.Pool{Name: pool, Nodes: nodes, MaxUnavailable: max(limit, 1)}
+	p := vmforecast.Pool{Name: pool, Nodes: nodes, MaxUnavailable: MaxUnavailableNodes(maxUnavailable, len(nodes))}
 	var vms []vmforecast.VM
 	for i := range vmis {
 		vmi := &vmis[i]
@@ -132,7 +149,7 @@ func PoolVMs(ctx context.Context, reader client.Reader, pool, maxUnavailable str
 		}
 		facts, running, err := vmforecast.FromObjects(vmi, nil, labels)
 		if err != nil {
-			return vmforecast.PoolForecast{}, err
+			return vmforecast.Pool{}, nil, err
 		}
 		if !running {
 			continue
@@ -140,17 +157,52 @@ func PoolVMs(ctx context.Context, reader client.Reader, pool, maxUnavailable str
 		if vmforecast.Classify(facts, strategy).Outcome == vmforecast.Restarts {
 			vm, err := getVirtualMachine(ctx, reader, vmi.GetNamespace(), vmi.GetName())
 			if err != nil {
-				return vmforecast.PoolForecast{}, err
+				return vmforecast.Pool{}, nil, err
 			}
 			if vm != nil {
 				if facts, _, err = vmforecast.FromObjects(vmi, vm, labels); err != nil {
-					return vmforecast.PoolForecast{}, err
+					return vmforecast.Pool{}, nil, err
 				}
 			}
 		}
 		vms = append(vms, facts)
 	}
-	return vmforecast.ForecastPool(p, vms, strategy), nil
+	return p, vmforecast.ForecastVMs(p, vms, strategy), nil
+}
+
+// MaxUnavailableNodes is a pool's spec.maxUnavailable as written ("" is 1), as a number of
+// its n nodes: at least 1.
+func MaxUnavailableNodes(maxUnavailable string, n int) int {
+	value := intstr.Parse(maxUnavailable)
+	if maxUnavailable == "" {
+		value = intstr.FromInt32(1)
+	}
+	limit, err := intstr.GetScaledValueFromIntOrPercent(&value, n, false)
+	if err != nil {
+		return 1
+	}
+	return max(limit, 1)
+}
+
+// PendingNodes are the nodes of the pool that do not run its target configuration yet:
+// those a rollout under way still has to drain.
+func PendingNodes(ctx context.Context, reader client.Reader, pool string) (map[string]bool, error) {
+	p, err := GetPool(ctx, reader, pool)
+	if err != nil {
+		return nil, err
+	}
+	target, _, _ := unstructured.NestedString(p.Object, "spec", "configuration", "name")
+	list, err := poolNodeList(ctx, reader, p)
+	if err != nil || list == nil {
+		return nil, err
+	}
+	pending := map[string]bool{}
+	for _, n := range list.Items {
+		if target == "" || n.Annotations[currentConfigAnnotation] != target {
+			pending[n.Name] = true
+		}
+	}
+	return pending, nil
 }
 
 // getVirtualMachine reads the VirtualMachine of that name, the owner of the instance of

@@ -262,7 +262,8 @@ func vmiChanged(old, updated any) bool {
 }
 
 // vmForecastInputs is VMIsKey when the config shows a VM forecast that VMs moving would
-// change: while its plan waits for review, or its batch has not started rolling out.
+// change (while its plan waits for review, or its batch has not started rolling out), or
+// counts what a rollout under way does to the VMs (a VM that starts blocking a drain).
 func vmForecastInputs(vpc *advisorv1alpha1.VirtPlatformConfig) []plan.TargetKey {
 	switch vpc.Status.Phase {
 	case advisorv1alpha1.PhaseReviewRequired, advisorv1alpha1.PhaseInProgress:
@@ -270,7 +271,10 @@ func vmForecastInputs(vpc *advisorv1alpha1.VirtPlatformConfig) []plan.TargetKey 
 		return nil
 	}
 	for _, ro := range vpc.Status.Rollouts {
-		if ro.VMs != nil && ro.RolloutStartedAt == nil {
+		if ro.VMs == nil {
+			continue
+		}
+		if ro.RolloutStartedAt == nil || (ro.VMs.UnknownReason == "" && ro.VMsActual == nil) {
 			return []plan.TargetKey{VMIsKey}
 		}
 	}

@@ -54,6 +54,8 @@ type vmRollout struct {
 	vms map[string]vmAtStart
 	// blocking are the VMs seen blocking the drain of a node.
 	blocking map[string]bool
+	// checked is when the drains were last looked at (watchDrains).
+	checked time.Time
 	// before are the VirtualMachineInstanceMigrations that existed when the rollout
 	// started (nil: they could not be listed).
 	before map[types.UID]bool
@@ -126,8 +128,8 @@ func (r *VirtPlatformConfigReconciler) vmRolloutStarted(ctx context.Context, s *
 	}
 }
 
-// watchDrains looks, while the batch's rollouts run, for VMs that block the drain of a
-// node still to be updated: each gets a Warning Event the first time it is seen, and is
+// watchDrains looks, while the batch's rollouts run and at most once per poll, for VMs that
+// block the drain of a node still to be updated: each gets a Warning Event the first time it is seen, and is
 // counted in what the rollout did.
 func (r *VirtPlatformConfigReconciler) watchDrains(ctx context.Context, s *scope) {
 	var vmis []unstructured.Unstructured
@@ -137,9 +139,11 @@ func (r *VirtPlatformConfigReconciler) watchDrains(ctx context.Context, s *scope
 			continue
 		}
 		seen := r.vmRollouts.get(vmRolloutKey(s.vpc.Name, ro))
-		if seen == nil {
+		if seen == nil || s.now.Sub(seen.checked) < r.pollInterval() {
+			// VMIs change often while nodes drain: the drains are looked at once per poll.
 			continue
 		}
+		seen.checked = s.now.Time
 		if vmis == nil {
 			var err error
 			if vmis, err = r.watches.VMIs(ctx, r.APIReader); err != nil {

@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -76,6 +77,10 @@ spec:
 			Expect(sim.CreateVM(ctx, vm)).To(Succeed())
 		}
 	}
+	Eventually(func() int64 {
+		n, _, _ := unstructured.NestedInt64(workerPool().Object, "status", "machineCount")
+		return n
+	}).Should(BeEquivalentTo(6), "the pool reports its 6 nodes")
 	return sim
 }
 

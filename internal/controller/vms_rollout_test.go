@@ -33,15 +33,11 @@ func workerRollout(vpc *advisorv1alpha1.VirtPlatformConfig) advisorv1alpha1.Pool
 	return advisorv1alpha1.PoolRollout{}
 }
 
-// startMixedFleet runs, until the spec ends, a pool simulator that plays the Machine
-// Config Operator and KubeVirt on 6 worker nodes with 10 VMs each, at maxUnavailable 1,
-// under the cluster-wide eviction strategy LiveMigrate:
-//   - worker-0, drained first, runs vm-worker-0-1 and -2 with the eviction strategy None
-//     (shut down, then started again by their VirtualMachine);
-//   - worker-4 runs pg-0, which cannot live-migrate, so it would block the drain;
-//   - worker-5, drained last, runs vm-worker-5-0, which tolerates every taint;
-//   - every other VM live-migrates.
-func startMixedFleet() *poolsim.Simulator {
+// startVMFleet runs, until the spec ends, a pool simulator that plays the Machine Config
+// Operator and KubeVirt on n worker nodes with perNode VMs each (vm-<node>-<i>, started by
+// a VirtualMachine whose run strategy is Always; change adjusts each), at maxUnavailable 1,
+// under the cluster-wide eviction strategy LiveMigrate. A node reboots in reboot.
+func startVMFleet(n, perNode int, reboot time.Duration, change func(node string, i int, vm *poolsim.VMSpec)) *poolsim.Simulator {
 	GinkgoHelper()
 	installKubeVirtCRDs()
 	Expect(client.IgnoreAlreadyExists(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: mixedFleet}}))).To(Succeed())
@@ -52,27 +48,22 @@ metadata: {name: kubevirt, namespace: ` + mixedFleet + `}
 spec:
   configuration: {evictionStrategy: LiveMigrate}`)
 	sim, stop, err := poolsim.Run(ctx, restConfig, poolsim.Options{
-		RebootTime: 50 * time.Millisecond, VMs: true, MigrationTime: 50 * time.Millisecond, Out: GinkgoWriter,
+		RebootTime: reboot, VMs: true, MigrationTime: 50 * time.Millisecond, Out: GinkgoWriter,
 	})
 	Expect(err).NotTo(HaveOccurred())
-	nodes, err := sim.CreateNodes(ctx, "worker", 6)
-	for _, n := range nodes {
-		DeferCleanup(deleteAndWait, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}})
+	nodes, err := sim.CreateNodes(ctx, "worker", n)
+	for _, name := range nodes {
+		DeferCleanup(deleteAndWait, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	}
 	Expect(err).NotTo(HaveOccurred())
 	// Registered after the Nodes' cleanup, so it runs before it: the simulator stops first.
 	DeferCleanup(func() { Expect(stop()).To(Succeed(), "the simulator stops") })
 	for _, node := range nodes {
 		Expect(sim.SetAllocatableMemory(ctx, node, "40Gi")).To(Succeed())
-		for i := range 10 {
+		for i := range perNode {
 			vm := poolsim.VMSpec{Namespace: mixedFleet, Name: fmt.Sprintf("vm-%s-%d", node, i), Node: node, RunStrategy: "Always"}
-			switch {
-			case node == "worker-0" && (i == 1 || i == 2):
-				vm.EvictionStrategy = "None"
-			case node == "worker-4" && i == 0:
-				vm.Name, vm.NotMigratable = "pg-0", true
-			case node == "worker-5" && i == 0:
-				vm.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
+			if change != nil {
+				change(node, i, &vm)
 			}
 			Expect(sim.CreateVM(ctx, vm)).To(Succeed())
 		}
@@ -80,8 +71,35 @@ spec:
 	Eventually(func() int64 {
 		n, _, _ := unstructured.NestedInt64(workerPool().Object, "status", "machineCount")
 		return n
-	}).Should(BeEquivalentTo(6), "the pool reports its 6 nodes")
+	}).Should(BeEquivalentTo(n), "the pool reports its nodes")
 	return sim
+}
+
+// startMixedFleet is startVMFleet with 6 workers and 10 VMs each:
+//   - worker-0, drained first, runs vm-worker-0-1 and -2 with the eviction strategy None
+//     (shut down, then started again by their VirtualMachine);
+//   - worker-4 runs pg-0, which cannot live-migrate, so it would block the drain;
+//   - worker-5, drained last, runs vm-worker-5-0, which tolerates every taint;
+//   - every other VM live-migrates.
+func startMixedFleet() *poolsim.Simulator {
+	GinkgoHelper()
+	return startVMFleet(6, 10, 50*time.Millisecond, func(node string, i int, vm *poolsim.VMSpec) {
+		switch {
+		case node == "worker-0" && (i == 1 || i == 2):
+			vm.EvictionStrategy = "None"
+		case node == "worker-4" && i == 0:
+			vm.Name, vm.NotMigratable = "pg-0", true
+		case node == "worker-5" && i == 0:
+			vm.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
+		}
+	})
+}
+
+// stopVM sets the run strategy of the VirtualMachine to Halted.
+func stopVM(name string) {
+	GinkgoHelper()
+	Expect(k8s.Patch(ctx, object(targets.VirtualMachine.GVK, types.NamespacedName{Namespace: mixedFleet, Name: name}),
+		client.RawPatch(types.MergePatchType, []byte(`{"spec":{"runStrategy":"Halted"}}`)))).To(Succeed())
 }
 
 var _ = Describe("What a rollout does to the VMs, against the simulator", func() {
@@ -120,8 +138,7 @@ var _ = Describe("What a rollout does to the VMs, against the simulator", func()
 		}).WithTimeout(2 * time.Second).Should(Succeed())
 
 		By("stopping the VM: the batch goes on by itself and the pool rolls out")
-		Expect(k8s.Patch(ctx, object(targets.VirtualMachine.GVK, types.NamespacedName{Namespace: mixedFleet, Name: "pg-0"}), client.RawPatch("application/merge-patch+json",
-			[]byte(`{"spec":{"runStrategy":"Halted"}}`)))).To(Succeed())
+		stopVM("pg-0")
 		done := &advisorv1alpha1.VirtPlatformConfig{}
 		Eventually(func(g Gomega) {
 			done = getConfig()
@@ -157,4 +174,47 @@ var _ = Describe("What a rollout does to the VMs, against the simulator", func()
 			Expect(sim.Reboots(node)).To(Equal(1), "one reboot per node")
 		}
 	})
+
+	It("a VM that blocks a drain during the rollout gets a Warning Event naming it and its node, and status and an Event say the rollout did not go as forecast", func() {
+		sim := startVMFleet(3, 2, 3*time.Second, nil)
+		createConfig(advisorv1alpha1.VirtPlatformConfigSpec{Action: advisorv1alpha1.ActionApply})
+		Eventually(func(g Gomega) {
+			g.Expect(workerRollout(getConfig()).RolloutStartedAt).NotTo(BeNil())
+		}).WithTimeout(time.Minute).Should(Succeed())
+
+		By("a VM that cannot migrate starts on the node drained last, once the rollout runs")
+		Expect(sim.CreateVM(ctx, poolsim.VMSpec{Namespace: mixedFleet, Name: "pg-0", Node: "worker-2", RunStrategy: "Always",
+			NotMigratable: true})).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(eventMessages(advisorv1alpha1.EventVMDrainBlocked)).To(ContainElement(
+				ContainSubstring("VM " + mixedFleet + "/pg-0 blocks the drain of node worker-2")))
+		}).WithTimeout(time.Minute).Should(Succeed())
+		Eventually(func() []string { return sim.BlockingDrain("worker-2") }).WithTimeout(time.Minute).
+			Should(Equal([]string{mixedFleet + "/pg-0"}), "the drain is blocked indeed")
+
+		stopVM("pg-0")
+		var done *advisorv1alpha1.VirtPlatformConfig
+		Eventually(func(g Gomega) {
+			done = getConfig()
+			g.Expect(done.Status.Phase).To(Equal(advisorv1alpha1.PhaseCompleted))
+		}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		actual := workerRollout(done).VMsActual
+		Expect(actual).NotTo(BeNil())
+		Expect(actual.Blocked).To(BeEquivalentTo(1))
+		Expect(actual.Blocking.Names).To(Equal([]string{mixedFleet + "/pg-0"}))
+		Expect(actual.AsForecast).To(BeFalse())
+		Expect(eventMessages(advisorv1alpha1.EventVMsNotAsForecast)).To(ContainElement(ContainSubstring("blocked a drain: " + mixedFleet + "/pg-0")))
+	})
 })
+
+// eventMessages are the notes of the config's Events of that reason.
+func eventMessages(reason string) []string {
+	GinkgoHelper()
+	var out []string
+	for _, e := range configEvents() {
+		if e.Reason == reason {
+			out = append(out, e.Note)
+		}
+	}
+	return out
+}

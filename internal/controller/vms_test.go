@@ -202,4 +202,28 @@ spec:
 		rolloutPool()
 		waitPhase(advisorv1alpha1.PhaseCompleted)
 	})
+
+	It("a drift correction that waits for approval shows what approving it does to the VMs, as they run now", func() {
+		vmsOnWorkers(vmi("web-0", "worker-0", true, "2Gi", "") + vmi("web-1", "worker-1", true, "1Gi", ""))
+		createConfig(advisorv1alpha1.VirtPlatformConfigSpec{Action: advisorv1alpha1.ActionApply})
+		Eventually(itemState).WithArguments(loadaware.ItemPSI).Should(Equal(advisorv1alpha1.ItemInProgress))
+		rolloutPool()
+		waitPhase(advisorv1alpha1.PhaseCompleted)
+
+		driftPSI()
+		const before = "reboots 3 worker node(s) once, in 3 wave(s); 2 VMs live-migrate (3 migrations)"
+		Eventually(func(g Gomega) {
+			drifted := getConfig()
+			g.Expect(drifted.Status.Phase).To(Equal(advisorv1alpha1.PhaseDrifted))
+			g.Expect(conditionMessage(drifted, advisorv1alpha1.ConditionDrifted)).To(ContainSubstring("approving it " + before))
+		}).Should(Succeed())
+
+		By("a VM that cannot migrate starts on a worker: the correction's forecast follows")
+		kubectlApply(vmi("pg-0", "worker-2", false, "4Gi", ""))
+		Eventually(func(g Gomega) {
+			drifted := getConfig()
+			g.Expect(drifted.Status.Disruption).To(Equal(before + ", 1 blocks the drain (vms/pg-0)"))
+			g.Expect(conditionMessage(drifted, advisorv1alpha1.ConditionDrifted)).To(ContainSubstring("1 blocks the drain (vms/pg-0)"))
+		}).Should(Succeed())
+	})
 })

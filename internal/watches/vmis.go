@@ -262,11 +262,12 @@ func vmiChanged(old, updated any) bool {
 }
 
 // vmForecastInputs is VMIsKey when the config shows a VM forecast that VMs moving would
-// change (while its plan waits for review, or its batch has not started rolling out), or
+// change (while its plan or a drift correction waits for review, or its batch has not
+// started rolling out), or
 // counts what a rollout under way does to the VMs (a VM that starts blocking a drain).
 func vmForecastInputs(vpc *advisorv1alpha1.VirtPlatformConfig) []plan.TargetKey {
 	switch vpc.Status.Phase {
-	case advisorv1alpha1.PhaseReviewRequired, advisorv1alpha1.PhaseInProgress:
+	case advisorv1alpha1.PhaseReviewRequired, advisorv1alpha1.PhaseInProgress, advisorv1alpha1.PhaseDrifted:
 	default:
 		return nil
 	}

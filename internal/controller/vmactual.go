@@ -132,7 +132,7 @@ func (r *VirtPlatformConfigReconciler) vmRolloutStarted(ctx context.Context, s *
 // block the drain of a node still to be updated: each gets a Warning Event the first time it is seen, and is
 // counted in what the rollout did.
 func (r *VirtPlatformConfigReconciler) watchDrains(ctx context.Context, s *scope) {
-	var vmis []unstructured.Unstructured
+	var vmis []*vmforecast.Instance
 	for k := range s.vpc.Status.Rollouts {
 		ro := &s.vpc.Status.Rollouts[k]
 		if !knowsVMs(ro) || ro.VMsActual != nil {
@@ -174,7 +174,7 @@ func (r *VirtPlatformConfigReconciler) watchDrains(ctx context.Context, s *scope
 // recordVMActuals records, for each pool whose rollout of the batch finished, what it did
 // to the VMs beside what was forecast, with an Event that says whether they match.
 func (r *VirtPlatformConfigReconciler) recordVMActuals(ctx context.Context, s *scope) {
-	var vmis []unstructured.Unstructured
+	var vmis []*vmforecast.Instance
 	var vmisErr error
 	for k := range s.vpc.Status.Rollouts {
 		ro := &s.vpc.Status.Rollouts[k]
@@ -217,7 +217,7 @@ func (r *VirtPlatformConfigReconciler) recordVMActuals(ctx context.Context, s *s
 // vmActual counts what the pool's rollout did to the VMs. seen is what the operator saw
 // as it ran (nil: it did not see the rollout start), vmis the instances now.
 func (r *VirtPlatformConfigReconciler) vmActual(ctx context.Context, s *scope, ro *advisorv1alpha1.PoolRollout, seen *vmRollout,
-	vmis []unstructured.Unstructured) (*advisorv1alpha1.VMActual, error) {
+	vmis []*vmforecast.Instance) (*advisorv1alpha1.VMActual, error) {
 	order, _, err := targets.PoolNodes(ctx, r.APIReader, ro.Pool)
 	if err != nil {
 		return nil, err
@@ -335,13 +335,12 @@ func (r *VirtPlatformConfigReconciler) listMigrations(ctx context.Context) ([]un
 }
 
 // vmiUIDs are the UIDs of the running instances by namespace/name.
-func vmiUIDs(vmis []unstructured.Unstructured) map[string]types.UID {
+func vmiUIDs(vmis []*vmforecast.Instance) map[string]types.UID {
 	out := make(map[string]types.UID, len(vmis))
-	for i := range vmis {
-		if phase, _, _ := unstructured.NestedString(vmis[i].Object, "status", "phase"); phase != "Running" {
-			continue
+	for _, vmi := range vmis {
+		if vmi.Phase == "Running" {
+			out[vmi.Key()] = vmi.UID
 		}
-		out[vmis[i].GetNamespace()+"/"+vmis[i].GetName()] = vmis[i].GetUID()
 	}
 	return out
 }

@@ -119,7 +119,7 @@ func ClusterEvictionStrategy(ctx context.Context, reader client.Reader) (string,
 // (vmis), reading the VirtualMachine of each instance a drain shuts down for its run
 // strategy, and forecasts what the pool's rollout does to them. maxUnavailable is the
 // pool's spec.maxUnavailable as written ("" is 1).
-func PoolVMs(ctx context.Context, reader client.Reader, pool, maxUnavailable string, vmis []unstructured.Unstructured) (vmforecast.PoolForecast, error) {
+func PoolVMs(ctx context.Context, reader client.Reader, pool, maxUnavailable string, vmis []*vmforecast.Instance) (vmforecast.PoolForecast, error) {
 	p, vms, err := PoolVMForecasts(ctx, reader, pool, maxUnavailable, vmis)
 	if err != nil {
 		return vmforecast.PoolForecast{}, err
@@ -130,7 +130,7 @@ func PoolVMs(ctx context.Context, reader client.Reader, pool, maxUnavailable str
 // PoolVMForecasts is PoolVMs VM by VM: the pool as the forecast sees it, and what its
 // rollout does to each VM running on its nodes.
 func PoolVMForecasts(ctx context.Context, reader client.Reader, pool, maxUnavailable string,
-	vmis []unstructured.Unstructured) (vmforecast.Pool, []vmforecast.VMForecast, error) {
+	vmis []*vmforecast.Instance) (vmforecast.Pool, []vmforecast.VMForecast, error) {
 	nodes, labels, err := PoolNodes(ctx, reader, pool)
 	if err != nil {
 		return vmforecast.Pool{}, nil, err
@@ -141,26 +141,21 @@ func PoolVMForecasts(ctx context.Context, reader client.Reader, pool, maxUnavail
 	}
 	p := vmforecast.Pool{Name: pool, Nodes: nodes, MaxUnavailable: MaxUnavailableNodes(maxUnavailable, len(nodes))}
 	var vms []vmforecast.VM
-	for i := range vmis {
-		vmi := &vmis[i]
-		node, _, _ := unstructured.NestedString(vmi.Object, "status", "nodeName")
-		if _, ok := labels[node]; !ok {
+	for _, vmi := range vmis {
+		if _, ok := labels[vmi.Node]; !ok || !vmi.Running() {
 			continue
 		}
-		facts, running, err := vmforecast.FromObjects(vmi, nil, labels)
+		facts, _, err := vmforecast.FromInstance(vmi, nil, labels)
 		if err != nil {
 			return vmforecast.Pool{}, nil, err
 		}
-		if !running {
-			continue
-		}
 		if vmforecast.Classify(facts, strategy).Outcome == vmforecast.Restarts {
-			vm, err := getVirtualMachine(ctx, reader, vmi.GetNamespace(), vmi.GetName())
+			vm, err := getVirtualMachine(ctx, reader, vmi.Namespace, vmi.Name)
 			if err != nil {
 				return vmforecast.Pool{}, nil, err
 			}
 			if vm != nil {
-				if facts, _, err = vmforecast.FromObjects(vmi, vm, labels); err != nil {
+				if facts, _, err = vmforecast.FromInstance(vmi, vm, labels); err != nil {
 					return vmforecast.Pool{}, nil, err
 				}
 			}

@@ -3,20 +3,22 @@ package watches
 import (
 	"context"
 	"fmt"
-	"maps"
 	"reflect"
 	"time"
+	"unique"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
 	"github.com/kubevirt/virt-advisor-operator/internal/plan"
 	"github.com/kubevirt/virt-advisor-operator/internal/targets"
+	"github.com/kubevirt/virt-advisor-operator/internal/vmforecast"
 )
 
 // The VirtualMachineInstances the VM forecast reads come from one informer of their own,
@@ -68,14 +70,19 @@ func vmiList() *unstructured.UnstructuredList {
 // VMIs lists the VirtualMachineInstances, as vmiFacts keeps them, from the informer,
 // which it starts when it has not yet. reader reads uncached: once, before the informer
 // starts, it checks that they are readable. A *VMsUnknownError says why they cannot be
-// read. Without a manager (no cache), they are listed through reader.
-func (w *Watches) VMIs(ctx context.Context, reader client.Reader) ([]unstructured.Unstructured, error) {
+// read. Without a manager (no cache), they are listed through reader. The instances are
+// the informer's own: nothing changes them.
+func (w *Watches) VMIs(ctx context.Context, reader client.Reader) ([]*vmforecast.Instance, error) {
 	if w == nil || w.nodes == nil {
 		list := vmiList()
 		if err := reader.List(ctx, list); err != nil {
 			return nil, vmisUnreadable(err)
 		}
-		return list.Items, nil
+		out := make([]*vmforecast.Instance, 0, len(list.Items))
+		for i := range list.Items {
+			out = append(out, vmforecast.InstanceOf(&list.Items[i]))
+		}
+		return out, nil
 	}
 	c, err := w.vmiCache(ctx, reader)
 	if err != nil {
@@ -86,11 +93,22 @@ func (w *Watches) VMIs(ctx context.Context, reader client.Reader) ([]unstructure
 	if !c.WaitForCacheSync(ctx) {
 		return nil, fmt.Errorf("the VirtualMachineInstance informer did not start: %w", ctx.Err())
 	}
-	list := vmiList()
-	if err := c.List(ctx, list); err != nil {
-		return nil, fmt.Errorf("list VirtualMachineInstances from their informer: %w", err)
+	inf, err := c.GetInformer(ctx, vmiObject())
+	if err != nil {
+		return nil, fmt.Errorf("read VirtualMachineInstances from their informer: %w", err)
 	}
-	return list.Items, nil
+	shared, ok := inf.(toolscache.SharedIndexInformer)
+	if !ok {
+		return nil, fmt.Errorf("read VirtualMachineInstances from their informer: %T has no store", inf)
+	}
+	stored := shared.GetStore().List()
+	out := make([]*vmforecast.Instance, 0, len(stored))
+	for _, o := range stored {
+		if in, ok := o.(*vmforecast.Instance); ok {
+			out = append(out, in)
+		}
+	}
+	return out, nil
 }
 
 // vmiCache is the informer's cache, started when the CRD is served and the instances are
@@ -188,77 +206,35 @@ func (w *Watches) stopUnusedVMIsLocked() {
 	w.log.Info("stopped reading VirtualMachineInstances: no plan's VM forecast can change")
 }
 
-// vmiFields are the fields of a VirtualMachineInstance the forecast decides from (see
-// vmforecast.FromObjects); the informer keeps these and nothing else.
-var vmiFields = [][]string{
-	{"spec", "evictionStrategy"},
-	{"spec", "nodeSelector"},
-	{"spec", "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution"},
-	{"spec", "tolerations"},
-	{"spec", "domain", "memory", "guest"},
-	{"spec", "domain", "resources", "requests", "memory"},
-	{"spec", "domain", "resources", "limits", "memory"},
-	{"status", "nodeName"},
-	{"status", "phase"},
-	{"status", "memory", "guestCurrent"},
-}
-
-// vmiFacts is the transform of the VirtualMachineInstance informer: an instance is kept
-// as its name, namespace and the fields of vmiFields, with only its LiveMigratable
-// condition. A VMI carries its whole domain spec, volumes, interfaces and status; the
-// forecast needs a dozen values of it.
+// vmiFacts is the transform of the VirtualMachineInstance informer: an instance is kept as
+// a vmforecast.Instance, its name, namespace, UID and resourceVersion and the dozen values
+// the forecast decides from. A VMI carries its whole domain spec, volumes, interfaces and
+// status. The strings many instances share (namespace, node, phase, eviction strategy, why
+// one cannot migrate) are kept once (unique.Make).
 func vmiFacts(obj any) (any, error) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
-		return obj, nil
+		return obj, nil // kept already
 	}
-	kept := &unstructured.Unstructured{Object: map[string]any{}}
-	kept.SetAPIVersion(u.GetAPIVersion())
-	kept.SetKind(u.GetKind())
-	kept.SetName(u.GetName())
-	kept.SetNamespace(u.GetNamespace())
-	kept.SetUID(u.GetUID())
-	kept.SetResourceVersion(u.GetResourceVersion())
-	for _, path := range vmiFields {
-		if v, found, _ := unstructured.NestedFieldNoCopy(u.Object, path...); found && v != nil {
-			_ = unstructured.SetNestedField(kept.Object, v, path...)
-		}
+	in := vmforecast.InstanceOf(u)
+	for _, s := range []*string{&in.Namespace, &in.Node, &in.Phase, &in.EvictionStrategy, &in.NotMigratableReason} {
+		*s = unique.Make(*s).Value()
 	}
-	conditions, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conditions {
-		m, ok := c.(map[string]any)
-		if !ok || m["type"] != "LiveMigratable" {
-			continue
-		}
-		cond := map[string]any{}
-		for _, k := range []string{"type", "status", "reason", "message"} {
-			if v, ok := m[k]; ok {
-				cond[k] = v
-			}
-		}
-		_ = unstructured.SetNestedSlice(kept.Object, []any{cond}, "status", "conditions")
-	}
-	return kept, nil
+	return in, nil
 }
 
 // vmiChanged tells whether an update changed what the informer keeps of an instance
 // (vmiFacts), its resourceVersion aside: a VMI's status changes often in ways the forecast
 // does not see.
 func vmiChanged(old, updated any) bool {
-	o, ok1 := old.(*unstructured.Unstructured)
-	n, ok2 := updated.(*unstructured.Unstructured)
+	o, ok1 := old.(*vmforecast.Instance)
+	n, ok2 := updated.(*vmforecast.Instance)
 	if !ok1 || !ok2 {
 		return true
 	}
-	strip := func(u *unstructured.Unstructured) map[string]any {
-		m := maps.Clone(u.Object)
-		md, _ := m["metadata"].(map[string]any)
-		md = maps.Clone(md)
-		delete(md, "resourceVersion")
-		m["metadata"] = md
-		return m
-	}
-	return !reflect.DeepEqual(strip(o), strip(n))
+	a, b := *o, *n
+	a.ResourceVersion, b.ResourceVersion = "", ""
+	return !reflect.DeepEqual(a, b)
 }
 
 // vmForecastInputs is VMIsKey when the config shows a VM forecast that VMs moving would

@@ -2,6 +2,7 @@ package watches
 
 import (
 	"testing"
+	"unsafe"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -50,38 +51,49 @@ func TestVMIFactsKeepWhatTheForecastDecidesFromAndNothingElse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u := kept.(*unstructured.Unstructured)
-	for _, gone := range [][]string{
-		{"metadata", "labels"}, {"metadata", "annotations"}, {"metadata", "ownerReferences"},
-		{"spec", "domain", "cpu"}, {"spec", "domain", "devices"}, {"spec", "volumes"},
-		{"status", "interfaces"}, {"status", "memory", "guestAtBoot"},
-	} {
-		if _, found, _ := unstructured.NestedFieldNoCopy(u.Object, gone...); found {
-			t.Errorf("the informer keeps %v", gone)
-		}
+	in, ok := kept.(*vmforecast.Instance)
+	if !ok {
+		t.Fatalf("the informer keeps a %T", kept)
 	}
-	if conditions, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions"); len(conditions) != 1 {
-		t.Errorf("conditions kept: %v; want the LiveMigratable one", conditions)
+	if in.Labels != nil || in.Annotations != nil || in.OwnerReferences != nil || in.ManagedFields != nil {
+		t.Errorf("the informer keeps metadata beyond the name, namespace, UID and resourceVersion: %+v", in.ObjectMeta)
+	}
+	if in.Name != "pg-0" || in.Namespace != "db" || in.UID != "6f1c" || in.ResourceVersion != "42" {
+		t.Errorf("kept %+v", in.ObjectMeta)
+	}
+	if again, _ := vmiFacts(in); again != kept {
+		t.Error("an instance kept already is kept anew")
 	}
 	want, _, err := vmforecast.FromObjects(full, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, running, err := vmforecast.FromObjects(u, nil, nil)
+	got, running, err := vmforecast.FromInstance(in, nil, nil)
 	if err != nil || !running {
-		t.Fatalf("FromObjects of the kept VMI: running %v, %v", running, err)
+		t.Fatalf("FromInstance of the kept VMI: running %v, %v", running, err)
 	}
 	if got != want {
 		t.Errorf("the forecast reads other facts from the kept VMI:\n got %+v\nwant %+v", got, want)
 	}
+	if got.MemoryBytes != 8<<30 || got.LiveMigratable || !got.ToleratesUpdateTaint || !got.Pinned {
+		t.Errorf("facts %+v", got)
+	}
 
-	moved := u.DeepCopy()
-	moved.SetResourceVersion("43")
-	if vmiChanged(u, moved) {
+	other := full.DeepCopy()
+	other.SetNamespace("db")
+	kept2, _ := vmiFacts(other)
+	if in2 := kept2.(*vmforecast.Instance); unsafe.StringData(in2.Node) != unsafe.StringData(in.Node) ||
+		unsafe.StringData(in2.NotMigratableReason) != unsafe.StringData(in.NotMigratableReason) {
+		t.Error("two instances on the same node do not share its name and the reason they cannot migrate")
+	}
+
+	moved := in.DeepCopyObject().(*vmforecast.Instance)
+	moved.ResourceVersion = "43"
+	if vmiChanged(in, moved) {
 		t.Error("an update that changes nothing the informer keeps wakes the configs")
 	}
-	_ = unstructured.SetNestedField(moved.Object, "worker-0", "status", "nodeName")
-	if !vmiChanged(u, moved) {
+	moved.Node = "worker-0"
+	if !vmiChanged(in, moved) {
 		t.Error("a VMI that moved to another node does not wake the configs")
 	}
 }

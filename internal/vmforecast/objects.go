@@ -55,7 +55,7 @@ func (*Instance) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKi
 // DeepCopyObject implements runtime.Object.
 func (in *Instance) DeepCopyObject() runtime.Object {
 	out := *in
-	in.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	in.DeepCopyInto(&out.ObjectMeta)
 	out.NodeSelector = maps.Clone(in.NodeSelector)
 	out.RequiredAffinity = in.RequiredAffinity.DeepCopy()
 	out.Tolerations = slices.Clone(in.Tolerations)

@@ -397,7 +397,7 @@ func (cp *controlPlane) runBlock(t *testing.T, p page, i int, b block) {
 	out, stderr, err := cp.runSplit(ctx, "bash", "-euo", "pipefail", "-c", b.text)
 	where := fmt.Sprintf("%s block %d (line %d)", p.name, i+1, b.line)
 	for _, line := range strings.Split(stderr, "\n") {
-		if strings.Contains(strings.ToLower(line), "warning") {
+		if strings.Contains(strings.ToLower(line), "warning") && !watchStopped(line) {
 			t.Errorf("%s printed a warning on stderr: %s", where, line)
 		}
 	}
@@ -413,6 +413,13 @@ func (cp *controlPlane) runBlock(t *testing.T, p page, i int, b block) {
 	}
 	t.Logf("%s (%s)\n$ %s\n%s", where, time.Since(start).Round(100*time.Millisecond),
 		strings.ReplaceAll(b.text, "\n", "\n$ "), out)
+}
+
+// watchStopped tells the line client-go's reflector logs in kubectl wait when the wait
+// stops its watch, the condition met or the timeout reached: "Warning: watch ended with
+// error" for the canceled context. It says nothing about the command.
+func watchStopped(line string) bool {
+	return strings.Contains(line, "watch ended with error") && strings.Contains(line, "context canceled")
 }
 
 // tail is the last n lines of s.

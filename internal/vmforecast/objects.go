@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -30,7 +29,7 @@ const conditionLiveMigratable = "LiveMigratable"
 // keeps thousands of them: an Instance is a few hundred bytes where the object it is read
 // from is tens of kilobytes.
 type Instance struct {
-	metav1.ObjectMeta
+	instanceMeta
 	// Node and Phase are status.nodeName and status.phase.
 	Node, Phase string
 	// EvictionStrategy is spec.evictionStrategy ("" follows the cluster's).
@@ -55,7 +54,6 @@ func (*Instance) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKi
 // DeepCopyObject implements runtime.Object.
 func (in *Instance) DeepCopyObject() runtime.Object {
 	out := *in
-	in.DeepCopyInto(&out.ObjectMeta)
 	out.NodeSelector = maps.Clone(in.NodeSelector)
 	out.RequiredAffinity = in.RequiredAffinity.DeepCopy()
 	out.Tolerations = slices.Clone(in.Tolerations)

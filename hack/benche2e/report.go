@@ -19,7 +19,11 @@ func printTables(out io.Writer, opts *options, res *results) {
 	defer func() { _ = tw.Flush() }()
 	p := func(format string, args ...any) { _, _ = fmt.Fprintf(tw, format, args...) }
 
-	p("End-to-end figures of the manager: %d run(s) per profile case, each on a fresh control plane.\n", opts.runs)
+	if len(res.runs) > 0 {
+		p("End-to-end figures of the manager: %d run(s) per profile case, each on a fresh control plane.\n", opts.runs)
+	} else {
+		p("End-to-end figures of the manager, each case on a fresh control plane.\n")
+	}
 	p("Pool simulator (test/poolsim): render delay %s (%s in the reboot scenarios), reboot %s per node; "+
 		"idle window %s after Completed.\n", opts.renderDelay, opts.scenarioRenderDelay, opts.rebootTime, opts.idle)
 	if len(res.runs) > 0 {

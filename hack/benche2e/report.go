@@ -269,7 +269,8 @@ func printBudgets(p printer, res *results) {
 func printVMRollouts(p printer, opts *options, rs []vmRolloutResult) {
 	p("\nVMs: forecast (status.rollouts[].vms at ReviewRequired) against actual (the pool simulator's migrations and "+
 		"shut-downs) of a load-aware-rebalancing rollout of the workers; cluster eviction strategy LiveMigrate, "+
-		"a few VMs with None; live migration %s, reboot %s; each case runs once\n\n", opts.migrationTime, opts.rebootTime)
+		"a few VMs with None; live migration %s, at most %d at once per node; reboot %s; each case runs once\n\n",
+		opts.migrationTime, vmMigrationsPerNode, opts.rebootTime)
 	p("case\tvms\tmaxUnavailable\twaves\tmigrations_forecast\tmigrations_actual\t" +
 		"mean_per_migrated_vm_forecast\tmean_per_migrated_vm_actual\tmax_per_vm_forecast\tmax_per_vm_actual\t" +
 		"restarts_forecast\trestarts_actual\tequal\trollout_s\tpeak_rss_mib\n")

@@ -113,7 +113,7 @@ IDLE_SECONDS ?= 60
 BENCH_FLAGS ?=
 
 .PHONY: bench
-bench: envtest build ## Run the Go benchmarks, then the end-to-end figures: each profile (RUNS runs, IDLE_SECONDS idle), reboots and waves, memory as worker Nodes grow.
+bench: envtest build ## Run the Go benchmarks, then the end-to-end figures: each profile (RUNS runs, IDLE_SECONDS idle), reboots and waves, memory as worker Nodes grow, VM forecast against actual and memory per VMI.
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test ./... -run '^$$' -bench . -benchmem -count=1
 	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" MANAGER_BINARY="$(CURDIR)/bin/manager" \
 		go run ./hack/benche2e -runs=$(RUNS) -idle-seconds=$(IDLE_SECONDS) $(BENCH_FLAGS)

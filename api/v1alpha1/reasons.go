@@ -60,6 +60,10 @@ const (
 	// they roll out in is no longer Updating or Degraded from another change, or is resumed
 	// by whoever paused it.
 	ReasonAwaitingPool = "AwaitingPool"
+	// ReasonDrainBlocked: the items that roll out to nodes wait because a VM on a node the
+	// batch drains would block the drain (status.rollouts[].vms.blocking names them): the
+	// batch does not start, or its pools are not resumed, until none blocks.
+	ReasonDrainBlocked = "DrainBlocked"
 	// ReasonInvalidMaintenanceWindow: spec.maintenanceWindow cannot be read (an unknown
 	// time zone, a schedule that never fires).
 	ReasonInvalidMaintenanceWindow = "InvalidMaintenanceWindow"
@@ -154,4 +158,13 @@ const (
 	EventPoolPaused = "PoolPaused"
 	// EventPoolResumed: the operator resumed a MachineConfigPool it paused.
 	EventPoolResumed = "PoolResumed"
+	// EventVMDrainBlocked: during a pool's rollout, a VM blocks the drain of a node still
+	// to be updated; the node stays cordoned until it is migrated, stopped or given
+	// another eviction strategy.
+	EventVMDrainBlocked = "VMDrainBlocked"
+	// EventVMsAsForecast: a pool's rollout did to the VMs what its forecast said.
+	EventVMsAsForecast = "VMsAsForecast"
+	// EventVMsNotAsForecast: a pool's rollout did not do to the VMs what its forecast
+	// said; the message names the VMs that moved more often than forecast.
+	EventVMsNotAsForecast = "VMsNotAsForecast"
 )

@@ -639,6 +639,15 @@ type PoolRollout struct {
 	// secondsPerNode is the time per node measured when the batch's rollout finished.
 	// +optional
 	SecondsPerNode int64 `json:"secondsPerNode,omitempty"`
+	// vms is what draining the pool's nodes does to the virtual machines on them; absent
+	// when the rollout drains no node. Refreshed as VMs move, and not part of
+	// status.planHash.
+	// +optional
+	VMs *VMForecast `json:"vms,omitempty"`
+	// vmsActual is what the rollout did to the virtual machines, recorded when it
+	// finished, beside what vms forecast.
+	// +optional
+	VMsActual *VMActual `json:"vmsActual,omitempty"`
 }
 
 // VirtPlatformConfig turns on one tuning profile of OpenShift Virtualization safely: the

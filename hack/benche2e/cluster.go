@@ -22,6 +22,8 @@ type clusterSetup struct {
 	// upstreamCRDs installs, besides the project's and the test CRDs, the upstream CRDs of
 	// the operators the targets of every profile belong to (testcluster.UpstreamCRDFiles).
 	upstreamCRDs bool
+	// kubeVirt installs KubeVirt's CRDs (testenv.KubeVirtCRDs).
+	kubeVirt bool
 	// manifests are applied in order, relative to the repository root.
 	manifests []string
 	// nodes are created with their Node Feature Discovery labels and annotations.
@@ -32,6 +34,10 @@ type clusterSetup struct {
 	simulate         bool
 	renderDelay      time.Duration
 	simulatedWorkers int
+	// vms makes the simulator play KubeVirt's VMs, each live migration taking
+	// migrationTime (poolsim.Options.VMs); it needs kubeVirt.
+	vms           bool
+	migrationTime time.Duration
 	// bulk are unrelated objects created before the manager starts (nil: none).
 	bulk *bulkObjects
 }
@@ -70,7 +76,7 @@ func newCluster(ctx context.Context, opts *options, name string, setup clusterSe
 			c.close(true)
 		}
 	}()
-	if c.cp, err = startControlPlane(opts, setup.upstreamCRDs, dir); err != nil {
+	if c.cp, err = startControlPlane(opts, setup.upstreamCRDs, setup.kubeVirt, dir); err != nil {
 		return c, err
 	}
 	if c.adminKubeconfig, err = c.cp.userKubeconfig("virt-advisor-bench-admin", dir); err != nil {
@@ -97,20 +103,23 @@ func newCluster(ctx context.Context, opts *options, name string, setup clusterSe
 		logf("%s: created %s in %.1fs", name, setup.bulk, time.Since(start).Seconds())
 	}
 	if setup.simulate {
-		if err := c.startSimulator(ctx, setup.renderDelay, setup.simulatedWorkers); err != nil {
+		if err := c.startSimulator(ctx, setup); err != nil {
 			return c, err
 		}
 	}
 	return c, nil
 }
 
-// startSimulator runs the pool simulator with renderDelay, creating workers Nodes if the
-// cluster has no worker, and waits until every pool has rolled out the configuration
-// rendered from its MachineConfigs to all its Nodes.
-func (c *cluster) startSimulator(ctx context.Context, renderDelay time.Duration, workers int) error {
+// startSimulator runs the pool simulator with the setup's render delay (and VMs, if set),
+// creating its simulatedWorkers worker Nodes if the cluster has no worker, and waits until
+// every pool has rolled out the configuration rendered from its MachineConfigs to all its
+// Nodes.
+func (c *cluster) startSimulator(ctx context.Context, setup clusterSetup) error {
 	var err error
+	workers := setup.simulatedWorkers
 	c.sim, c.stopSim, err = poolsim.RunLogged(ctx, c.cp.cfg, poolsim.Options{
-		RenderDelay: renderDelay, RebootTime: c.opts.rebootTime,
+		RenderDelay: setup.renderDelay, RebootTime: c.opts.rebootTime,
+		VMs: setup.vms, MigrationTime: setup.migrationTime,
 	}, filepath.Join(c.dir, "poolsim.log"))
 	if err != nil {
 		return err

@@ -46,9 +46,14 @@ type controlPlane struct {
 
 // startControlPlane starts a control plane in dir with the CRDs of a cluster the operator
 // runs in (testenv.ClusterCRDs), those of testcluster.UpstreamCRDFiles if upstream is
-// set, and the API server's audit log (testenv.Audit) in dir/audit.log.
-func startControlPlane(opts *options, upstream bool, dir string) (cp *controlPlane, err error) {
-	env, err := testenv.NewWithAssets(opts.assets, testenv.ClusterCRDs()...)
+// set, KubeVirt's (testenv.KubeVirtCRDs) if kubeVirt is set, and the API server's audit
+// log (testenv.Audit) in dir/audit.log.
+func startControlPlane(opts *options, upstream, kubeVirt bool, dir string) (cp *controlPlane, err error) {
+	crdDirs := testenv.ClusterCRDs()
+	if kubeVirt {
+		crdDirs = append(crdDirs, testenv.KubeVirtCRDs)
+	}
+	env, err := testenv.NewWithAssets(opts.assets, crdDirs...)
 	if err != nil {
 		return nil, err
 	}

@@ -29,6 +29,14 @@
 // memory for a platform-baseline plan as the worker Nodes grow (-node-counts; see
 // nodescale.go).
 //
+// Then the VM cases (-vms; see vms.go), with KubeVirt's CRDs and the pool simulator
+// playing KubeVirt's VMs on the drained nodes: two rollouts of the worker pool with VMs
+// (6 workers × 10 VMs, 30 workers × 20 VMs), each setting the VM forecast the plan shows
+// (status.rollouts[].vms) beside the migrations and restarts the simulator made and the
+// record of the rollout (status.rollouts[].vmsActual); and the manager's memory per
+// VirtualMachineInstance, for a plan that drains 100 workers with -vmis of them against
+// one with none. -only runs some parts alone (-only=vms: the VM cases).
+//
 //	KUBEBUILDER_ASSETS=bin/k8s/<version> MANAGER_BINARY=bin/manager go run ./hack/benche2e
 //
 // It runs from the repository root (or -root). `make bench` runs it after the Go benchmarks.
@@ -128,6 +136,12 @@ type options struct {
 	nodeCounts []int
 	rssSettle  time.Duration
 	pprofDir   string
+	// vms runs the VM cases: the rollouts of vmRolloutCases, each live migration taking
+	// migrationTime, and the memory case of vmiCount VirtualMachineInstances on vmiWorkers
+	// workers (none: 0).
+	vms                  bool
+	migrationTime        time.Duration
+	vmiCount, vmiWorkers int
 }
 
 // results are every figure of a benchmark.
@@ -135,6 +149,10 @@ type results struct {
 	runs      []runResult
 	scenarios []scenarioResult
 	nodeScale []nodeScaleResult
+	// vmRollouts are the rollout VM cases; vmiMemory the memory cases, without
+	// VirtualMachineInstances first.
+	vmRollouts []vmRolloutResult
+	vmiMemory  []vmiMemoryResult
 }
 
 func main() {
@@ -203,7 +221,38 @@ func runAll(ctx context.Context, opts *options) (*results, error) {
 		}
 		res.nodeScale = append(res.nodeScale, r)
 	}
+	if run.vms {
+		if err := runVMCases(ctx, &run, res); err != nil {
+			return nil, err
+		}
+	}
 	return res, nil
+}
+
+// runVMCases runs the rollout VM cases, then the memory case with and without
+// VirtualMachineInstances.
+func runVMCases(ctx context.Context, opts *options, res *results) error {
+	start := time.Now()
+	for _, vc := range vmRolloutCases {
+		logf("VMs: %s", vc.name)
+		r, err := runVMRollout(ctx, opts, vc)
+		if err != nil {
+			return fmt.Errorf("VMs %s: %w", vc.name, err)
+		}
+		res.vmRollouts = append(res.vmRollouts, r)
+	}
+	if opts.vmiCount > 0 {
+		for _, n := range []int{0, opts.vmiCount} {
+			logf("load-aware-rebalancing plan with %d VirtualMachineInstances on %d worker Nodes", n, opts.vmiWorkers)
+			r, err := runVMIMemory(ctx, opts, opts.vmiWorkers, n)
+			if err != nil {
+				return fmt.Errorf("%d VirtualMachineInstances: %w", n, err)
+			}
+			res.vmiMemory = append(res.vmiMemory, r)
+		}
+	}
+	logf("the VM cases took %.0fs", time.Since(start).Seconds())
+	return nil
 }
 
 func copyExecutable(from, to string) error {
@@ -229,7 +278,7 @@ func copyExecutable(from, to string) error {
 func parseFlags() (*options, error) {
 	flags := flag.NewFlagSet("benche2e", flag.ExitOnError)
 	opts := &options{}
-	var profiles, nodeCounts string
+	var profiles, nodeCounts, only string
 	var idleSeconds int
 	var large bool
 	flags.StringVar(&opts.root, "root", ".", "The repository root: samples and baseline manifests are read from it.")
@@ -270,7 +319,18 @@ func parseFlags() (*options, error) {
 	flags.DurationVar(&opts.rssSettle, "rss-settle", 10*time.Second,
 		"Wait after ReviewRequired before the node-scale cases read the manager's memory.")
 	flags.StringVar(&opts.pprofDir, "pprof-dir", "",
-		"Write the manager's heap profile of each node-scale case to this directory.")
+		"Write the manager's heap profile of each node-scale case and VM memory case to this directory.")
+	flags.BoolVar(&opts.vms, "vms", true,
+		"Run the VM cases: rollouts of 6 workers × 10 VMs and 30 workers × 20 VMs, forecast against actual, "+
+			"and the manager's memory per VirtualMachineInstance.")
+	flags.DurationVar(&opts.migrationTime, "migration-time", 50*time.Millisecond,
+		"How long a simulated live migration takes in the VM cases.")
+	flags.IntVar(&opts.vmiCount, "vmis", 10000,
+		"VirtualMachineInstances of the VM memory case, measured against none (0: no memory case).")
+	flags.IntVar(&opts.vmiWorkers, "vmi-workers", 100,
+		"Worker Nodes the VirtualMachineInstances of the VM memory case run on.")
+	flags.StringVar(&only, "only", "",
+		"Comma-separated parts to run, the others not: profiles, scenarios, node-scale, vms (default: all).")
 	_ = flags.Parse(os.Args[1:])
 
 	if opts.assets == "" {
@@ -287,6 +347,13 @@ func parseFlags() (*options, error) {
 		return nil, fmt.Errorf("-idle-seconds=%d: want 0 or more", idleSeconds)
 	}
 	opts.idle = time.Duration(idleSeconds) * time.Second
+	if opts.vmiCount < 0 || opts.vmiWorkers < 1 {
+		return nil, fmt.Errorf("-vmis=%d -vmi-workers=%d: want 0 or more VMIs on 1 or more workers",
+			opts.vmiCount, opts.vmiWorkers)
+	}
+	if err := applyOnly(opts, only, &profiles, &nodeCounts); err != nil {
+		return nil, err
+	}
 	for _, field := range strings.Split(nodeCounts, ",") {
 		if field = strings.TrimSpace(field); field == "" {
 			continue
@@ -338,6 +405,32 @@ func parseFlags() (*options, error) {
 		return nil, err
 	}
 	return opts, nil
+}
+
+// applyOnly reads -only, the parts to run (all when empty), and turns the others off:
+// -profiles=none, no -node-counts, -scenarios=false, -vms=false.
+func applyOnly(opts *options, only string, profiles, nodeCounts *string) error {
+	if strings.TrimSpace(only) == "" {
+		return nil
+	}
+	parts := map[string]bool{}
+	for _, part := range strings.Split(only, ",") {
+		switch part = strings.TrimSpace(part); part {
+		case "profiles", "scenarios", "node-scale", "vms":
+			parts[part] = true
+		default:
+			return fmt.Errorf("-only: unknown part %q (want profiles, scenarios, node-scale or vms)", part)
+		}
+	}
+	if !parts["profiles"] {
+		*profiles = "none"
+	}
+	if !parts["node-scale"] {
+		*nodeCounts = ""
+	}
+	opts.scenarios = opts.scenarios && parts["scenarios"]
+	opts.vms = opts.vms && parts["vms"]
+	return nil
 }
 
 // checkUpstreamCRDs fails when a case to run needs the upstream CRDs and -upstream-crds

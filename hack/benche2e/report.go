@@ -7,17 +7,23 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
 )
 
 // printTables writes every run's figures, the medians per case and stage, the idle
-// windows and the memory, then the reboot scenarios, the
-// node-scale cases, and a summary of the medians and the budgets.
+// windows and the memory, then the reboot scenarios, the node-scale cases, the VM cases,
+// and a summary of the medians and the budgets.
 func printTables(out io.Writer, opts *options, res *results) {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	defer func() { _ = tw.Flush() }()
 	p := func(format string, args ...any) { _, _ = fmt.Fprintf(tw, format, args...) }
 
-	p("End-to-end figures of the manager: %d run(s) per profile case, each on a fresh control plane.\n", opts.runs)
+	if len(res.runs) > 0 {
+		p("End-to-end figures of the manager: %d run(s) per profile case, each on a fresh control plane.\n", opts.runs)
+	} else {
+		p("End-to-end figures of the manager, each case on a fresh control plane.\n")
+	}
 	p("Pool simulator (test/poolsim): render delay %s (%s in the reboot scenarios), reboot %s per node; "+
 		"idle window %s after Completed.\n", opts.renderDelay, opts.scenarioRenderDelay, opts.rebootTime, opts.idle)
 	if len(res.runs) > 0 {
@@ -29,6 +35,12 @@ func printTables(out io.Writer, opts *options, res *results) {
 	}
 	if len(res.nodeScale) > 0 {
 		printNodeScale(p, opts, res.nodeScale)
+	}
+	if len(res.vmRollouts) > 0 {
+		printVMRollouts(p, opts, res.vmRollouts)
+	}
+	if len(res.vmiMemory) > 0 {
+		printVMIMemory(p, opts, res.vmiMemory)
 	}
 	printSummary(p, opts, res)
 }
@@ -151,6 +163,15 @@ func printSummary(p printer, opts *options, res *results) {
 				span(s.masterRebootsMin, s.masterRebootsMax), s.workerWaves, s.masterWaves, s.perItemWorkerReboots)
 		}
 	}
+	if len(res.vmRollouts) > 0 {
+		p("\nVM rollout (once)\tvms\tmigrations_forecast/actual\trestarts_forecast/actual\tforecast_equals_actual\t" +
+			"vmsActual_asForecast\trollout_s\tpeak_rss_mib\n")
+		for _, r := range res.vmRollouts {
+			p("%s\t%d\t%d/%d\t%d/%d\t%s\t%s\t%.1f\t%.1f\n", r.name, r.vms, r.forecast.migrations, r.actual.migrations,
+				r.forecast.restarts, r.actual.restarts, yesNo(r.equal()), recordedAsForecast(r.recorded),
+				r.rolloutSeconds, r.peakRSSMiB)
+		}
+	}
 	if len(res.nodeScale) > 0 {
 		p("\nworkers (once)\tpeak_rss_mib\trss_after_mib\theap_inuse_mib\n")
 		for _, n := range res.nodeScale {
@@ -220,6 +241,21 @@ func printBudgets(p printer, res *results) {
 		budgets = append(budgets, fmt.Sprintf("memory per worker Node < %.0f KiB: peak %.1f KiB, after %.1f KiB: %s",
 			nodeBudgetKiB, peak, after, verdict(peak < nodeBudgetKiB && after < nodeBudgetKiB)))
 	}
+	if len(res.vmRollouts) > 0 {
+		equal := true
+		for _, r := range res.vmRollouts {
+			equal = equal && r.equal()
+		}
+		budgets = append(budgets, "VM forecast equals what the rollouts did: "+verdict(equal))
+	}
+	if n := len(res.vmiMemory); n >= 2 {
+		without, with := res.vmiMemory[0], res.vmiMemory[n-1]
+		peak := perVMIKiB(without.peakRSSMiB, with.peakRSSMiB, with.vmis)
+		after := perVMIKiB(without.rssAfterMiB, with.rssAfterMiB, with.vmis)
+		budgets = append(budgets, fmt.Sprintf(
+			"memory per VirtualMachineInstance < %.0f KiB: peak %.2f KiB, after %.2f KiB: %s",
+			vmiBudgetKiB, peak, after, verdict(peak < vmiBudgetKiB && after < vmiBudgetKiB)))
+	}
 	if len(budgets) > 0 {
 		p("\nbudget\n")
 		for _, b := range budgets {
@@ -227,6 +263,109 @@ func printBudgets(p printer, res *results) {
 		}
 	}
 }
+
+// printVMRollouts sets the VM forecast of each rollout case beside what the pool simulator
+// did, and beside what the rollout's status recorded; every difference is listed.
+func printVMRollouts(p printer, opts *options, rs []vmRolloutResult) {
+	p("\nVMs: forecast (status.rollouts[].vms at ReviewRequired) against actual (the pool simulator's migrations and "+
+		"shut-downs) of a load-aware-rebalancing rollout of the workers; cluster eviction strategy LiveMigrate, "+
+		"a few VMs with None; live migration %s, at most %d at once per node; reboot %s; each case runs once\n\n",
+		opts.migrationTime, vmMigrationsPerNode, opts.rebootTime)
+	p("case\tvms\tmaxUnavailable\twaves\tmigrations_forecast\tmigrations_actual\t" +
+		"mean_per_migrated_vm_forecast\tmean_per_migrated_vm_actual\tmax_per_vm_forecast\tmax_per_vm_actual\t" +
+		"restarts_forecast\trestarts_actual\tequal\trollout_s\tpeak_rss_mib\n")
+	for _, r := range rs {
+		p("%s\t%d\t%d\t%d\t%d\t%d\t%.2f\t%.2f\t%d\t%d\t%d\t%d\t%s\t%.1f\t%.1f\n", r.name, r.vms, r.maxUnavailable,
+			r.waves, r.forecast.migrations, r.actual.migrations, r.forecast.meanPerVM(), r.actual.meanPerVM(),
+			r.forecast.maxPerVM, r.actual.maxPerVM, r.forecast.restarts, r.actual.restarts, yesNo(r.equal()),
+			r.rolloutSeconds, r.peakRSSMiB)
+	}
+	p("\ncase\tforecast\tmigrated_vms_forecast/actual\tvms_per_migration_count_actual\tshutdowns_actual\t" +
+		"blocked_forecast/actual\tmemory_to_migrate_forecast/actual_gib\tapprovals\n")
+	for _, r := range rs {
+		p("%s\t%s\t%d/%d\t%s\t%d\t%d/%d\t%s/%s\t%d\n", r.name, r.forecastSummary, r.forecast.liveMigrate,
+			r.actual.liveMigrate, r.perVM, r.shutdowns, r.forecast.blocked, r.actual.blocked,
+			gib(r.forecast.memoryToMigrate), gib(r.actual.memoryToMigrate), r.approvals)
+	}
+	p("\ncase\tvmsActual: migrations\tmigratedVMs\tmaxPerVM\trestarts\tblocked\tmovedMore\tduration\tasForecast\t" +
+		"equals_simulator\n")
+	for _, r := range rs {
+		a := r.recorded
+		if a == nil {
+			p("%s\tabsent\t-\t-\t-\t-\t-\t-\t-\t-\n", r.name)
+			continue
+		}
+		restarts, duration, moved := "-", "-", "0"
+		if a.Restarts != nil {
+			restarts = strconv.Itoa(int(*a.Restarts))
+		}
+		if a.Duration != nil {
+			duration = a.Duration.Duration.String()
+		}
+		if a.MovedMore != nil {
+			moved = strconv.Itoa(len(a.MovedMore.Names) + int(a.MovedMore.More))
+		}
+		p("%s\t%d\t%d\t%d\t%s\t%d\t%s\t%s\t%s\t%s\n", r.name, a.Migrations, a.MigratedVMs, a.MaxPerVM, restarts,
+			a.Blocked, moved, duration, yesNo(a.AsForecast), yesNo(len(r.recordedDifferences) == 0))
+	}
+	for _, r := range rs {
+		if !r.equal() {
+			p("\n%s: THE FORECAST DIFFERS FROM WHAT THE ROLLOUT DID: %s\n", r.name, strings.Join(r.differences, "; "))
+		}
+		if len(r.recordedDifferences) > 0 {
+			p("\n%s: status.rollouts[].vmsActual differs from the simulator's count: %s\n", r.name,
+				strings.Join(r.recordedDifferences, "; "))
+		}
+		if r.recorded != nil && r.recorded.Summary != "" {
+			p("%s: vmsActual summary: %s\n", r.name, r.recorded.Summary)
+		}
+	}
+}
+
+// vmiBudgetKiB is the most memory the manager may take per VirtualMachineInstance.
+const vmiBudgetKiB = 2.0
+
+// printVMIMemory writes the manager's memory for a plan draining workers without and with
+// VirtualMachineInstances, and the difference per instance.
+func printVMIMemory(p printer, opts *options, rs []vmiMemoryResult) {
+	p("\nManager memory with many VirtualMachineInstances: a load-aware-rebalancing plan draining the workers, "+
+		"whose VM forecast reads every instance (RSS %s after ReviewRequired, "+
+		"heap in use after a garbage collection then)\n\n",
+		opts.rssSettle)
+	p("vmis\tworkers\tcreated_s\tforecast_vms\tReviewRequired_s\tpeak_rss_mib\trss_after_mib\theap_inuse_mib\n")
+	for _, r := range rs {
+		p("%d\t%d\t%.1f\t%d\t%.2f\t%.1f\t%.1f\t%.1f\n", r.vmis, r.workers, r.createSeconds, r.forecastVMs,
+			r.planSeconds, r.peakRSSMiB, r.rssAfterMiB, r.heapInuseMiB)
+	}
+	if len(rs) < 2 {
+		return
+	}
+	without, with := rs[0], rs[len(rs)-1]
+	peak := perVMIKiB(without.peakRSSMiB, with.peakRSSMiB, with.vmis)
+	after := perVMIKiB(without.rssAfterMiB, with.rssAfterMiB, with.vmis)
+	heap := perVMIKiB(without.heapInuseMiB, with.heapInuseMiB, with.vmis)
+	p("\nper VirtualMachineInstance, %d against %d\tpeak_rss_kib\trss_after_kib\theap_inuse_kib\tbudget (< %.0f KiB)\n",
+		with.vmis, without.vmis, vmiBudgetKiB)
+	p("\t%.2f\t%.2f\t%.2f\t%s\n", peak, after, heap, verdict(peak < vmiBudgetKiB && after < vmiBudgetKiB))
+}
+
+func yesNo(ok bool) string {
+	if ok {
+		return "yes"
+	}
+	return "NO"
+}
+
+// recordedAsForecast is vmsActual.asForecast, or "absent".
+func recordedAsForecast(a *advisorv1alpha1.VMActual) string {
+	if a == nil {
+		return "absent"
+	}
+	return yesNo(a.AsForecast)
+}
+
+// gib formats bytes in GiB.
+func gib(bytes int64) string { return strconv.FormatFloat(float64(bytes)/(1<<30), 'f', -1, 64) }
 
 // span is "low" or "low-high".
 func span(low, high int) string {

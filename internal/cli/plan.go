@@ -211,6 +211,65 @@ func renderRollouts(b *strings.Builder, p painter, rollouts []advisorv1alpha1.Po
 		if ro.PauseState != "" {
 			fmt.Fprintf(b, "    pause: %s\n", ro.PauseState)
 		}
+		renderVMs(b, ro.VMs)
+		renderVMsActual(b, ro.VMsActual)
+	}
+}
+
+// renderVMsActual writes what the pool's rollout did to the VMs, once it finished.
+func renderVMsActual(b *strings.Builder, a *advisorv1alpha1.VMActual) {
+	switch {
+	case a == nil:
+		return
+	case a.UnknownReason != "":
+		fmt.Fprintf(b, "    VMs after the rollout unknown: %s\n", sanitize(a.UnknownReason))
+		return
+	}
+	verdict := "as forecast"
+	if !a.AsForecast {
+		verdict = "NOT as forecast"
+	}
+	fmt.Fprintf(b, "    VMs after the rollout (%s): %s\n", verdict, sanitize(a.Summary))
+	for _, l := range []struct {
+		what  string
+		names *advisorv1alpha1.VMNames
+	}{{"moved more often than forecast", a.MovedMore}, {"blocked a drain", a.Blocking}} {
+		if l.names != nil {
+			fmt.Fprintf(b, "    %s: %s\n", l.what, sanitize(vmNameList(l.names)))
+		}
+	}
+}
+
+// vmNameList spells a bounded list of VMs.
+func vmNameList(n *advisorv1alpha1.VMNames) string {
+	line := strings.Join(n.Names, ", ")
+	if n.More > 0 {
+		line += fmt.Sprintf(" and %d more", n.More)
+	}
+	return line
+}
+
+// renderVMs writes what draining the pool's nodes does to the VMs on them.
+func renderVMs(b *strings.Builder, vms *advisorv1alpha1.VMForecast) {
+	switch {
+	case vms == nil:
+		return
+	case vms.UnknownReason != "":
+		fmt.Fprintf(b, "    VMs unknown: %s\n", sanitize(vms.UnknownReason))
+		return
+	}
+	fmt.Fprintf(b, "    VMs: %s\n", sanitize(vms.Summary))
+	if vms.MemoryToMigrate != nil {
+		fmt.Fprintf(b, "    memory to migrate: %s\n", vms.MemoryToMigrate.String())
+	}
+	for _, l := range []struct {
+		what  string
+		names *advisorv1alpha1.VMNames
+	}{{"block the drain", vms.Blocking}, {"restart", vms.Restarting}, {"may move more often than forecast", vms.MayExceed}} {
+		if l.names == nil {
+			continue
+		}
+		fmt.Fprintf(b, "    %s: %s\n", l.what, sanitize(vmNameList(l.names)))
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
 )
 
@@ -276,6 +278,67 @@ func TestPlanShowsTheDisruptionForecast(t *testing.T) {
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the plan does not show %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestPlanShowsWhatTheDrainDoesToTheVMs(t *testing.T) {
+	vpc := reviewConfig()
+	memory := resource.MustParse("96Gi")
+	vpc.Status.Rollouts = []advisorv1alpha1.PoolRollout{
+		{Pool: "master", Items: []string{"enable-psi-metrics"}, Nodes: 3, Waves: 3, Reboot: true,
+			VMs: &advisorv1alpha1.VMForecast{UnknownReason: "VirtualMachineInstances are not readable: forbidden"}},
+		{Pool: "worker", Items: []string{"enable-psi-metrics"}, Nodes: 6, Waves: 6, Reboot: true, VMs: &advisorv1alpha1.VMForecast{
+			LiveMigrate: 57, Migrations: 67, Restart: 2, Block: 1, MemoryToMigrate: &memory,
+			Summary:    "57 VMs live-migrate (67 migrations), 2 restart, 1 blocks the drain (db/pg-0)",
+			Blocking:   &advisorv1alpha1.VMNames{Names: []string{"db/pg-0"}},
+			Restarting: &advisorv1alpha1.VMNames{Names: []string{"ci/runner-0", "ci/runner-1"}},
+			MayExceed:  &advisorv1alpha1.VMNames{Names: []string{"infra/dns-0"}, More: 12},
+		}},
+	}
+	var out bytes.Buffer
+	if _, err := (planView{vpc: vpc}).render(&out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"    VMs unknown: VirtualMachineInstances are not readable: forbidden\n",
+		"    VMs: 57 VMs live-migrate (67 migrations), 2 restart, 1 blocks the drain (db/pg-0)\n",
+		"    memory to migrate: 96Gi\n",
+		"    block the drain: db/pg-0\n",
+		"    restart: ci/runner-0, ci/runner-1\n",
+		"    may move more often than forecast: infra/dns-0 and 12 more\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("plan lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestPlanShowsWhatTheRolloutDidToTheVMsBesideTheForecast(t *testing.T) {
+	vpc := reviewConfig()
+	three := int32(3)
+	vpc.Status.Rollouts = []advisorv1alpha1.PoolRollout{
+		{Pool: "master", Items: []string{"enable-psi-metrics"}, Nodes: 3, Waves: 3, Reboot: true,
+			VMs:       &advisorv1alpha1.VMForecast{Summary: "2 VMs live-migrate (3 migrations)", LiveMigrate: 2, Migrations: 3},
+			VMsActual: &advisorv1alpha1.VMActual{UnknownReason: "the cluster serves no VirtualMachineInstanceMigrations"}},
+		{Pool: "worker", Items: []string{"enable-psi-metrics"}, Nodes: 6, Waves: 6, Reboot: true,
+			VMs: &advisorv1alpha1.VMForecast{Summary: "57 VMs live-migrate (65 migrations), 2 restart", LiveMigrate: 57, Migrations: 65, Restart: 2},
+			VMsActual: &advisorv1alpha1.VMActual{Migrations: 66, MigratedVMs: 57, MaxPerVM: 3, Restarts: &three, Blocked: 1,
+				Summary:   "forecast 65 migration(s), 2 restart(s); actual 66 migration(s) of 57 VM(s) (at most 3 per VM), 3 restart(s), 1 blocked drain(s), in 12m0s",
+				MovedMore: &advisorv1alpha1.VMNames{Names: []string{"infra/dns-0"}}, Blocking: &advisorv1alpha1.VMNames{Names: []string{"db/pg-0"}}}},
+	}
+	var out bytes.Buffer
+	if _, err := (planView{vpc: vpc}).render(&out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"    VMs after the rollout unknown: the cluster serves no VirtualMachineInstanceMigrations\n",
+		"    VMs after the rollout (NOT as forecast): forecast 65 migration(s), 2 restart(s); actual 66 migration(s) of 57 VM(s) (at most 3 per VM), 3 restart(s), 1 blocked drain(s), in 12m0s\n",
+		"    moved more often than forecast: infra/dns-0\n",
+		"    blocked a drain: db/pg-0\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("plan lacks %q:\n%s", want, out.String())
 		}
 	}
 }

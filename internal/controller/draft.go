@@ -175,7 +175,7 @@ func (r *VirtPlatformConfigReconciler) review(ctx context.Context, s *scope, cau
 	}
 	msg := fmt.Sprintf("%s changes %d target(s) (impact %s): review status.items[].diff", what, changes, highestImpact(st.Items))
 	if st.Disruption != "" {
-		msg += "; approving it " + st.Disruption + " (status.rollouts)"
+		msg += "; " + disruptionClause(st.Disruption)
 	}
 	if cause.by == byOperator {
 		msg = cause.message + "; " + msg

@@ -219,10 +219,13 @@ func (r *VirtPlatformConfigReconciler) settle(ctx context.Context, s *scope, dri
 		if s.approval() == approved {
 			return outcome{then: startHandler, lock: true}, nil
 		}
+		// VMs move while the correction waits: what approving it does to them is shown as
+		// they run now.
+		r.refreshVMs(ctx, s)
 		msg := "drifted from the plan: " + strings.Join(drifted, "; ") +
 			". Revert the change, or review the correction in status.items[].diff and approve it"
 		if st.Disruption != "" {
-			msg += "; approving it " + st.Disruption + " (status.rollouts)"
+			msg += "; " + disruptionClause(st.Disruption)
 		}
 		if upgrades := upgradeNames(st.Items); len(upgrades) > 0 {
 			msg += fmt.Sprintf(" (the approval also applies the pending change(s) of item(s) %s)", strings.Join(upgrades, ", "))

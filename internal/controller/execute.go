@@ -56,7 +56,7 @@ func beginExecution(s *scope) {
 		if !plan.HoldsPause(*ro) {
 			ro.PauseState, ro.PausedAt = "", nil
 		}
-		ro.RolloutStartedAt = nil
+		ro.RolloutStartedAt, ro.VMsActual = nil, nil
 	}
 }
 

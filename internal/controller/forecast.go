@@ -11,8 +11,8 @@ import (
 )
 
 // forecast fills status.rollouts and status.disruption for the plan in status (only the
-// pending items only selects, when set), and hashes the plan again with the pools it
-// pauses. Pools whose pause the config still holds from an execution stay listed, so that
+// pending items only selects, when set), with what draining each pool's nodes does to the
+// VMs on them (vms.go), and hashes the plan again with the pools it pauses (not the VMs). Pools whose pause the config still holds from an execution stay listed, so that
 // the pause is given back.
 func (r *VirtPlatformConfigReconciler) forecast(ctx context.Context, s *scope, only func(advisorv1alpha1.PlanItem) bool) error {
 	st := &s.vpc.Status
@@ -37,9 +37,16 @@ func (r *VirtPlatformConfigReconciler) forecast(ctx context.Context, s *scope, o
 		return err
 	}
 	var rollouts []advisorv1alpha1.PoolRollout
+	var drained []drainedPool
+	for _, f := range forecasts {
+		if f.Drain && f.Waves > 0 {
+			drained = append(drained, drainedPool{pool: f.Pool, maxUnavailable: f.MaxUnavailable})
+		}
+	}
+	vms := r.forecastVMs(ctx, drained, false)
 	for _, f := range forecasts {
 		ro := advisorv1alpha1.PoolRollout{Pool: f.Pool, Items: f.Items, Nodes: f.Nodes, MaxUnavailable: f.MaxUnavailable,
-			Waves: f.Waves, Reboot: f.Reboot, Reasons: f.Reasons, Pause: true}
+			Waves: f.Waves, Reboot: f.Reboot, Reasons: f.Reasons, Pause: true, VMs: vms[f.Pool]}
 		prev, had := previous[ro.Pool]
 		if had && plan.HoldsPause(prev) {
 			ro.PauseState, ro.PausedAt = prev.PauseState, prev.PausedAt

@@ -85,6 +85,9 @@ func (r *VirtPlatformConfigReconciler) batchStep(ctx context.Context, s *scope) 
 	if res, waiting, err := r.awaitRender(ctx, s, items); waiting || err != nil {
 		return res, false, err
 	}
+	if res, held := r.holdResume(ctx, s, items); held {
+		return res, false, nil
+	}
 	if res, acted, err := r.giveBackPauses(ctx, s); acted || err != nil {
 		return batchGoesOn(res, err)
 	}
@@ -172,6 +175,28 @@ func (r *VirtPlatformConfigReconciler) awaitRender(ctx context.Context, s *scope
 	return waitFor(wait), true, nil
 }
 
+// holdResume keeps the batch's pools paused, right before they would be resumed, while a
+// VM would block the drain of their nodes: VMs move between the approval and the rollout.
+// A resume already under way (Resuming) is finished, whatever the VMs do.
+func (r *VirtPlatformConfigReconciler) holdResume(ctx context.Context, s *scope, items []int) (outcome, bool) {
+	if batchPending(s) || !slices.ContainsFunc(s.vpc.Status.Rollouts, func(ro advisorv1alpha1.PoolRollout) bool {
+		return ro.PauseState == advisorv1alpha1.PausePaused || ro.PauseState == advisorv1alpha1.PauseShared
+	}) {
+		return outcome{}, false
+	}
+	msg := r.blockedDrains(ctx, s)
+	if msg == "" {
+		return outcome{}, false
+	}
+	s.setPhase(advisorv1alpha1.PhaseInProgress, advisorv1alpha1.ReasonDrainBlocked, msg)
+	for _, i := range items {
+		if s.vpc.Status.Items[i].State == advisorv1alpha1.ItemInProgress {
+			s.ledger().SetMessage(i, "applied; the pool stays paused while a VM would block the drain of its nodes (see the InProgress condition)")
+		}
+	}
+	return waitFor(r.pollInterval()), true
+}
+
 // batchGoesOn goes on with the batch in the same step after a pool's pause was taken or
 // given back; a wait or an error ends the step.
 func batchGoesOn(o outcome, err error) (outcome, bool, error) {
@@ -240,6 +265,10 @@ func (r *VirtPlatformConfigReconciler) batchGate(ctx context.Context, s *scope) 
 			"the items that roll out to nodes wait: %s", strings.Join(busy, "; ")))
 		return waitFor(r.pollInterval()), true, nil
 	}
+	if msg := r.blockedDrains(ctx, s); msg != "" {
+		s.setPhase(advisorv1alpha1.PhaseInProgress, advisorv1alpha1.ReasonDrainBlocked, msg)
+		return waitFor(r.pollInterval()), true, nil
+	}
 	if s.vpc.Status.Conditions != nil && s.reason == "" {
 		s.setPhase(advisorv1alpha1.PhaseInProgress, advisorv1alpha1.ReasonExecuting, "rolling out the batch")
 	}
@@ -287,6 +316,7 @@ func (r *VirtPlatformConfigReconciler) startRollouts(ctx context.Context, s *sco
 		}
 		t := s.now
 		ro.RolloutStartedAt = &t
+		r.vmRolloutStarted(ctx, s, ro)
 	}
 	return paused, waitingFor, nil
 }
@@ -363,9 +393,11 @@ func (r *VirtPlatformConfigReconciler) checkBatch(ctx context.Context, s *scope,
 				s.ledger().SetState(i, advisorv1alpha1.ItemCompleted, msg)
 			}
 		}
+		r.recordVMActuals(ctx, s)
 		plan.MeasureRollouts(st, s.now)
 		return goOn(executeHandler), nil
 	}
+	r.watchDrains(ctx, s)
 	wait := r.pollInterval()
 	if timeout > 0 {
 		for _, i := range items {

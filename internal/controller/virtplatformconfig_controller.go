@@ -39,6 +39,7 @@ import (
 	"github.com/kubevirt/virt-advisor-operator/internal/metrics"
 	"github.com/kubevirt/virt-advisor-operator/internal/plan"
 	"github.com/kubevirt/virt-advisor-operator/internal/profiles"
+	"github.com/kubevirt/virt-advisor-operator/internal/targets"
 	"github.com/kubevirt/virt-advisor-operator/internal/throttle"
 	"github.com/kubevirt/virt-advisor-operator/internal/watches"
 )
@@ -79,6 +80,8 @@ type VirtPlatformConfigReconciler struct {
 	Now func() time.Time
 
 	watches *watches.Watches
+	// vmRollouts is what was seen of the VMs while pools rolled out (vmactual.go).
+	vmRollouts vmRollouts
 }
 
 // +kubebuilder:rbac:groups=advisor.kubevirt.io,resources=virtplatformconfigs,verbs=get;list;watch;create
@@ -242,6 +245,9 @@ func (r *VirtPlatformConfigReconciler) awaitReview(ctx context.Context, s *scope
 		}
 		return redraftInputs("an object the plan was rendered from changed", done), nil
 	}
+	// VMs move while the plan waits: what approving it does to them is shown as they run
+	// now, without touching the plan or its hash.
+	r.refreshVMs(ctx, s)
 	if s.approval() == approved {
 		return outcome{then: startHandler, lock: true}, nil
 	}
@@ -336,7 +342,8 @@ func (r *VirtPlatformConfigReconciler) throttle() *throttle.Throttle {
 // wake every config; targets and inputs are watched as plans name them (see watches).
 func (r *VirtPlatformConfigReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.throttle()
-	watchedCRDs := map[string]bool{}
+	// The VM forecast's kind: its arrival or removal changes what the forecasts can say.
+	watchedCRDs := map[string]bool{targets.VirtualMachineInstance.CRD: true}
 	for _, p := range r.Profiles.All() {
 		for _, crd := range p.WatchedCRDs() {
 			watchedCRDs[crd] = true

@@ -3,6 +3,7 @@
 package metrics
 
 import (
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -16,6 +17,10 @@ import (
 // configReasonHelp is the help text of virt_advisor_config_reason.
 const configReasonHelp = "Always 1: one series per VirtPlatformConfig, labelled with its status.phase and the reason " +
 	"of the condition that describes that phase (e.g. phase Drifted, reason Thrashing)."
+
+// rolloutVMsHelp is the help text of virt_advisor_rollout_vms.
+const rolloutVMsHelp = "What a VirtPlatformConfig's rollout of a MachineConfigPool does to the VMs on its nodes: count is " +
+	"migrations, restarts or blocked; source is forecast (before the rollout) or actual (after it)."
 
 // poolPausedSinceHelp is the help text of virt_advisor_pool_paused_since_timestamp_seconds.
 const poolPausedSinceHelp = "Unix time at which the operator paused a MachineConfigPool to roll out a batch of " +
@@ -63,6 +68,13 @@ var (
 		Help: "Drift corrections held back by the per-target rate limit.",
 	})
 
+	// rolloutVMs is what the last rollout of each pool did to the VMs, forecast beside
+	// actual, from status.rollouts[].vms and vmsActual.
+	rolloutVMs = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "virt_advisor_rollout_vms",
+		Help: rolloutVMsHelp,
+	}, []string{"name", "pool", "count", "source"})
+
 	// poolPausedSince is a timestamp rather than a duration, so that the alert on a pause held
 	// too long measures it in Prometheus, and a restarted operator reports the same pause.
 	poolPausedSince = prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -73,7 +85,7 @@ var (
 
 func init() {
 	metrics.Registry.MustRegister(configPhase, configCondition, configReason, planItems, driftDetected, applyTotal, applyDuration,
-		throttled, poolPausedSince)
+		throttled, poolPausedSince, rolloutVMs)
 }
 
 var (
@@ -109,14 +121,62 @@ func Observe(vpc *advisorv1alpha1.VirtPlatformConfig) {
 	for _, s := range allItemStates {
 		planItems.WithLabelValues(name, profile, string(s)).Set(float64(counts[s]))
 	}
+	observeVMs(vpc)
 }
+
+// observeVMs sets the series of rolloutVMs of a config: the forecast of each pool whose
+// VMs are known, and its actual once recorded.
+func observeVMs(vpc *advisorv1alpha1.VirtPlatformConfig) {
+	type series struct {
+		pool, count, source string
+		value               float64
+	}
+	var want []series
+	for _, ro := range vpc.Status.Rollouts {
+		if f := ro.VMs; f != nil && f.UnknownReason == "" {
+			want = append(want, series{ro.Pool, "migrations", "forecast", float64(f.Migrations)},
+				series{ro.Pool, "restarts", "forecast", float64(f.Restart)},
+				series{ro.Pool, "blocked", "forecast", float64(f.Block)})
+		}
+		if a := ro.VMsActual; a != nil && a.UnknownReason == "" {
+			want = append(want, series{ro.Pool, "migrations", "actual", float64(a.Migrations)},
+				series{ro.Pool, "blocked", "actual", float64(a.Blocked)})
+			if a.Restarts != nil {
+				want = append(want, series{ro.Pool, "restarts", "actual", float64(*a.Restarts)})
+			}
+		}
+	}
+	vmsMu.Lock()
+	defer vmsMu.Unlock()
+	kept := map[[3]string]bool{}
+	for _, w := range want {
+		rolloutVMs.WithLabelValues(vpc.Name, w.pool, w.count, w.source).Set(w.value)
+		kept[[3]string{w.pool, w.count, w.source}] = true
+	}
+	for _, old := range vmSeries[vpc.Name] {
+		if !kept[old] {
+			rolloutVMs.DeleteLabelValues(vpc.Name, old[0], old[1], old[2])
+		}
+	}
+	vmSeries[vpc.Name] = slices.Collect(maps.Keys(kept))
+}
+
+var (
+	// vmsMu guards vmSeries, the label values (pool, count, source) of each config's
+	// rolloutVMs series.
+	vmsMu    sync.Mutex
+	vmSeries = map[string][][3]string{}
+)
 
 // Forget removes the series of a deleted config.
 func Forget(name string) {
 	reasonMu.Lock()
 	defer reasonMu.Unlock()
 	delete(reasonLabels, name)
-	for _, v := range []*prometheus.GaugeVec{configPhase, configCondition, configReason, planItems} {
+	vmsMu.Lock()
+	delete(vmSeries, name)
+	vmsMu.Unlock()
+	for _, v := range []*prometheus.GaugeVec{configPhase, configCondition, configReason, planItems, rolloutVMs} {
 		v.DeletePartialMatch(prometheus.Labels{"name": name})
 	}
 }

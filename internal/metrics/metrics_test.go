@@ -145,3 +145,57 @@ func TestPoolPausedSinceIsTheUnixTimeOfThePauseWhileTheOperatorHoldsThePool(t *t
 	PoolResumed("never-paused")
 	expectPausedPools(t, "all resumed")
 }
+
+const rolloutVMsMetric = "virt_advisor_rollout_vms"
+
+// expectRolloutVMs checks what the registry exposes of virt_advisor_rollout_vms: series are
+// name, pool, count, source and value.
+func expectRolloutVMs(t *testing.T, step string, series ...[5]string) {
+	t.Helper()
+	var b strings.Builder
+	if len(series) > 0 {
+		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s gauge\n", rolloutVMsMetric, rolloutVMsHelp, rolloutVMsMetric)
+	}
+	for _, s := range series {
+		fmt.Fprintf(&b, "%s{count=%q,name=%q,pool=%q,source=%q} %s\n", rolloutVMsMetric, s[2], s[0], s[1], s[3], s[4])
+	}
+	if err := testutil.GatherAndCompare(crmetrics.Registry, strings.NewReader(b.String()), rolloutVMsMetric); err != nil {
+		t.Errorf("%s: %v", step, err)
+	}
+}
+
+func TestRolloutVMsSetsTheForecastBeforeTheRolloutAndTheActualBesideItAfter(t *testing.T) {
+	const name = "load-aware-rebalancing"
+	t.Cleanup(func() { Forget(name) })
+	vpc := config(name, advisorv1alpha1.PhaseReviewRequired, advisorv1alpha1.ConditionReviewRequired, advisorv1alpha1.ReasonAwaitingApproval)
+	vpc.Status.Rollouts = []advisorv1alpha1.PoolRollout{
+		{Pool: "master", VMs: &advisorv1alpha1.VMForecast{UnknownReason: "the cluster serves no VirtualMachineInstances"}},
+		{Pool: "worker", VMs: &advisorv1alpha1.VMForecast{LiveMigrate: 57, Migrations: 65, Restart: 2, Block: 1}},
+	}
+	Observe(vpc)
+	expectRolloutVMs(t, "forecast",
+		[5]string{name, "worker", "blocked", "forecast", "1"},
+		[5]string{name, "worker", "migrations", "forecast", "65"},
+		[5]string{name, "worker", "restarts", "forecast", "2"})
+
+	two := int32(2)
+	vpc.Status.Rollouts[1].VMs.Block = 0
+	vpc.Status.Rollouts[1].VMsActual = &advisorv1alpha1.VMActual{Migrations: 66, Restarts: &two, Blocked: 0}
+	Observe(vpc)
+	expectRolloutVMs(t, "after the rollout",
+		[5]string{name, "worker", "blocked", "actual", "0"},
+		[5]string{name, "worker", "blocked", "forecast", "0"},
+		[5]string{name, "worker", "migrations", "actual", "66"},
+		[5]string{name, "worker", "migrations", "forecast", "65"},
+		[5]string{name, "worker", "restarts", "actual", "2"},
+		[5]string{name, "worker", "restarts", "forecast", "2"})
+
+	vpc.Status.Rollouts = nil
+	Observe(vpc)
+	expectRolloutVMs(t, "a new plan without rollouts")
+	Observe(vpc)
+	vpc.Status.Rollouts = []advisorv1alpha1.PoolRollout{{Pool: "worker", VMs: &advisorv1alpha1.VMForecast{Migrations: 3}}}
+	Observe(vpc)
+	Forget(name)
+	expectRolloutVMs(t, "a deleted config")
+}

@@ -153,7 +153,11 @@ func Disruption(rollouts []v1alpha1.PoolRollout) string {
 		if ro.Reboot {
 			what = "reboots"
 		}
-		parts = append(parts, fmt.Sprintf("%s %d %s node(s) once, in %d wave(s)", what, ro.Nodes, ro.Pool, ro.Waves))
+		part := fmt.Sprintf("%s %d %s node(s) once, in %d wave(s)", what, ro.Nodes, ro.Pool, ro.Waves)
+		if ro.VMs != nil && ro.VMs.Summary != "" {
+			part += "; " + ro.VMs.Summary
+		}
+		parts = append(parts, part)
 	}
 	return strings.Join(parts, "; ")
 }

@@ -77,6 +77,18 @@ func (l Ledger) SetForecast(rollouts []v1alpha1.PoolRollout) {
 	l.st.PlanHash = statusHash(l.st)
 }
 
+// SetVMs records what draining each pool's nodes does to the VMs on them (by pool; a pool
+// not in vms keeps what it had). VMs move all the time: the VM forecast is refreshed, never
+// hashed, so a VM that moves never changes status.planHash nor invalidates an approval.
+func (l Ledger) SetVMs(vms map[string]*v1alpha1.VMForecast) {
+	for k := range l.st.Rollouts {
+		if f, ok := vms[l.st.Rollouts[k].Pool]; ok {
+			l.st.Rollouts[k].VMs = f
+		}
+	}
+	l.st.Disruption = Disruption(l.st.Rollouts)
+}
+
 // RecordInputs records what the plan was rendered from, when it renders the same plan.
 func (l Ledger) RecordInputs(inputs []v1alpha1.InputReference, hash string) {
 	l.st.Inputs, l.st.InputsHash = inputs, hash

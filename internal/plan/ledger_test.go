@@ -76,3 +76,30 @@ func TestLedgerRehashAndTamperedItems(t *testing.T) {
 		t.Fatal("a cleared plan has no items and no hash, and nothing can execute it")
 	}
 }
+
+func TestLedgerRefreshesTheVMForecastWithoutChangingThePlanHash(t *testing.T) {
+	const mc = "machineconfiguration.openshift.io/v1"
+	st := &advisorv1alpha1.VirtPlatformConfigStatus{}
+	ledger := plan.LedgerOf(st, metav1.Now())
+	psi := batchItem(t, "psi", mc, "MachineConfig")
+	psi.State = advisorv1alpha1.ItemPending
+	ledger.Install(plan.Plan{Items: []advisorv1alpha1.PlanItem{psi}}, 1)
+	ledger.SetForecast([]advisorv1alpha1.PoolRollout{{Pool: "worker", Items: []string{"psi"}, Nodes: 3, Waves: 3, Reboot: true, Pause: true,
+		VMs: &advisorv1alpha1.VMForecast{LiveMigrate: 2, Migrations: 3, Summary: "2 VMs live-migrate (3 migrations)"}}})
+	hash := st.PlanHash
+	if st.Disruption != "reboots 3 worker node(s) once, in 3 wave(s); 2 VMs live-migrate (3 migrations)" {
+		t.Fatalf("disruption %q", st.Disruption)
+	}
+
+	ledger.SetVMs(map[string]*advisorv1alpha1.VMForecast{"worker": {Block: 1, Summary: "1 VM blocks the drain (db/pg-0)",
+		Blocking: &advisorv1alpha1.VMNames{Names: []string{"db/pg-0"}}}})
+	if st.PlanHash != hash || st.PlanRevision != 1 || !plan.Intact(st) {
+		t.Fatalf("a VM that moves changes neither the plan's hash nor its revision: hash %q (was %q), revision %d", st.PlanHash, hash, st.PlanRevision)
+	}
+	if st.Disruption != "reboots 3 worker node(s) once, in 3 wave(s); 1 VM blocks the drain (db/pg-0)" {
+		t.Fatalf("disruption %q", st.Disruption)
+	}
+	if st.Rollouts[0].VMs.Block != 1 || st.Rollouts[0].VMs.LiveMigrate != 0 {
+		t.Fatalf("refreshed VM forecast %+v", st.Rollouts[0].VMs)
+	}
+}

@@ -1,7 +1,8 @@
 // Package targets is the one home of every third-party kind the operator reads or writes:
 // its GroupVersionKind, its CRD and the operator that provides it, version-aware typed
 // field paths, and how to tell that an applied object took effect. It is a leaf package:
-// profiles and the plan engine ask it, it asks nobody in this project.
+// profiles and the plan engine ask it, it asks nobody in this project but the pure
+// internal/vmforecast, which decides from the KubeVirt objects it reads.
 package targets
 
 import (

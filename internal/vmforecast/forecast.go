@@ -137,7 +137,8 @@ type NameList struct {
 // Len is the number of VMs the list stands for.
 func (l NameList) Len() int { return len(l.Names) + l.More }
 
-func boundedNames(names []string) NameList {
+// BoundedNames is names sorted, at most NameBound of them, and how many more there are.
+func BoundedNames(names []string) NameList {
 	slices.Sort(names)
 	if len(names) <= NameBound {
 		return NameList{Names: names}
@@ -193,6 +194,6 @@ func Summarize(pool Pool, vms []VMForecast) PoolForecast {
 		f.Shutdowns += v.Shutdowns
 		f.MemoryBytes += int64(v.Migrations) * v.VM.MemoryBytes
 	}
-	f.Restarting, f.Blocking, f.MayExceed = boundedNames(restarting), boundedNames(blocking), boundedNames(exceeding)
+	f.Restarting, f.Blocking, f.MayExceed = BoundedNames(restarting), BoundedNames(blocking), BoundedNames(exceeding)
 	return f
 }

@@ -2,12 +2,15 @@ package vmforecast
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
 )
 
@@ -21,21 +24,59 @@ const (
 // can live-migrate.
 const conditionLiveMigratable = "LiveMigratable"
 
-// FromObjects reads the facts of one VirtualMachineInstance (kubevirt.io/v1) and of the
-// VirtualMachine of the same name that owns it (nil when none does). poolNodes are the
-// labels of the nodes of its pool, by name: the VM is Pinned when its node selector or
-// required node affinity leaves out one of them; without them, when it has either.
-// running is false for an instance that is not on a node or has stopped: drains leave it
-// alone.
-func FromObjects(vmi, vm *unstructured.Unstructured, poolNodes map[string]map[string]string) (facts VM, running bool, err error) {
-	facts = VM{Namespace: vmi.GetNamespace(), Name: vmi.GetName()}
-	describe := func() string { return "VirtualMachineInstance " + facts.Key() }
-	facts.Node, _, _ = unstructured.NestedString(vmi.Object, "status", "nodeName")
-	phase, _, _ := unstructured.NestedString(vmi.Object, "status", "phase")
-	running = facts.Node != "" && phase != phaseSucceeded && phase != phaseFailed
-	facts.EvictionStrategy, _, _ = unstructured.NestedString(vmi.Object, "spec", "evictionStrategy")
-	facts.LiveMigratable, facts.NotMigratableReason = liveMigratable(vmi)
+// Instance is what the forecast reads of a VirtualMachineInstance: its name, namespace,
+// UID and resourceVersion, and the few fields a drain's outcome depends on. An informer
+// keeps thousands of them: an Instance is a few hundred bytes where the object it is read
+// from is tens of kilobytes.
+type Instance struct {
+	instanceMeta
+	// Node and Phase are status.nodeName and status.phase.
+	Node, Phase string
+	// EvictionStrategy is spec.evictionStrategy ("" follows the cluster's).
+	EvictionStrategy string
+	// LiveMigratable is the LiveMigratable condition; NotMigratableReason says why not.
+	LiveMigratable      bool
+	NotMigratableReason string
+	// MemoryBytes is the guest memory (memoryOf); Invalid says why it could not be read.
+	MemoryBytes int64
+	Invalid     string
+	// NodeSelector, RequiredAffinity and Tolerations are the scheduling the VM keeps.
+	NodeSelector     map[string]string
+	RequiredAffinity *corev1.NodeSelector
+	Tolerations      []corev1.Toleration
+}
 
+var _ runtime.Object = (*Instance)(nil)
+
+// GetObjectKind implements runtime.Object: an Instance carries no kind.
+func (*Instance) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+
+// DeepCopyObject implements runtime.Object.
+func (in *Instance) DeepCopyObject() runtime.Object {
+	out := *in
+	out.NodeSelector = maps.Clone(in.NodeSelector)
+	out.RequiredAffinity = in.RequiredAffinity.DeepCopy()
+	out.Tolerations = slices.Clone(in.Tolerations)
+	return &out
+}
+
+// Key is namespace/name.
+func (in *Instance) Key() string { return in.Namespace + "/" + in.Name }
+
+// Running tells whether it runs on a node: drains leave the others alone.
+func (in *Instance) Running() bool {
+	return in.Node != "" && in.Phase != phaseSucceeded && in.Phase != phaseFailed
+}
+
+// InstanceOf reads an Instance from a VirtualMachineInstance. A field it cannot read is no
+// error here: FromInstance returns it, naming the VM.
+func InstanceOf(vmi *unstructured.Unstructured) *Instance {
+	in := &Instance{}
+	in.Name, in.Namespace, in.UID, in.ResourceVersion = vmi.GetName(), vmi.GetNamespace(), vmi.GetUID(), vmi.GetResourceVersion()
+	in.Node, _, _ = unstructured.NestedString(vmi.Object, "status", "nodeName")
+	in.Phase, _, _ = unstructured.NestedString(vmi.Object, "status", "phase")
+	in.EvictionStrategy, _, _ = unstructured.NestedString(vmi.Object, "spec", "evictionStrategy")
+	in.LiveMigratable, in.NotMigratableReason = liveMigratable(vmi)
 	var spec struct {
 		NodeSelector map[string]string   `json:"nodeSelector"`
 		Affinity     *corev1.Affinity    `json:"affinity"`
@@ -43,28 +84,50 @@ func FromObjects(vmi, vm *unstructured.Unstructured, poolNodes map[string]map[st
 	}
 	if raw, found, _ := unstructured.NestedMap(vmi.Object, "spec"); found {
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(raw, &spec); err != nil {
-			return facts, false, fmt.Errorf("read the scheduling of %s: %w", describe(), err)
+			in.Invalid = "read the scheduling: " + err.Error()
 		}
 	}
-	facts.ToleratesUpdateTaint = Tolerates(spec.Tolerations, corev1.Taint{Key: UpdateInProgressTaint, Effect: corev1.TaintEffectPreferNoSchedule})
-	var required *corev1.NodeSelector
+	in.NodeSelector, in.Tolerations = spec.NodeSelector, spec.Tolerations
 	if spec.Affinity != nil && spec.Affinity.NodeAffinity != nil {
-		required = spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+		in.RequiredAffinity = spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
 	}
-	facts.Pinned, err = pinned(spec.NodeSelector, required, poolNodes)
+	var err error
+	if in.MemoryBytes, err = memoryOf(vmi); err != nil && in.Invalid == "" {
+		in.Invalid = "read the memory: " + err.Error()
+	}
+	return in
+}
+
+// FromObjects reads the facts of one VirtualMachineInstance (kubevirt.io/v1) and of the
+// VirtualMachine of the same name that owns it (nil when none does). poolNodes are the
+// labels of the nodes of its pool, by name: the VM is Pinned when its node selector or
+// required node affinity leaves out one of them; without them, when it has either.
+// running is false for an instance that is not on a node or has stopped: drains leave it
+// alone.
+func FromObjects(vmi, vm *unstructured.Unstructured, poolNodes map[string]map[string]string) (facts VM, running bool, err error) {
+	return FromInstance(InstanceOf(vmi), vm, poolNodes)
+}
+
+// FromInstance is FromObjects from what an informer keeps of the instance.
+func FromInstance(in *Instance, vm *unstructured.Unstructured, poolNodes map[string]map[string]string) (facts VM, running bool, err error) {
+	facts = VM{Namespace: in.Namespace, Name: in.Name, Node: in.Node, EvictionStrategy: in.EvictionStrategy,
+		LiveMigratable: in.LiveMigratable, NotMigratableReason: in.NotMigratableReason, MemoryBytes: in.MemoryBytes}
+	describe := func() string { return "VirtualMachineInstance " + facts.Key() }
+	if in.Invalid != "" {
+		return facts, false, fmt.Errorf("%s: %s", describe(), in.Invalid)
+	}
+	facts.ToleratesUpdateTaint = Tolerates(in.Tolerations, corev1.Taint{Key: UpdateInProgressTaint, Effect: corev1.TaintEffectPreferNoSchedule})
+	facts.Pinned, err = pinned(in.NodeSelector, in.RequiredAffinity, poolNodes)
 	if err != nil {
 		return facts, false, fmt.Errorf("read the node affinity of %s: %w", describe(), err)
 	}
-	if facts.MemoryBytes, err = memoryOf(vmi); err != nil {
-		return facts, false, fmt.Errorf("read the memory of %s: %w", describe(), err)
-	}
 	if vm != nil {
-		if vm.GetNamespace() != vmi.GetNamespace() || vm.GetName() != vmi.GetName() {
+		if vm.GetNamespace() != in.Namespace || vm.GetName() != in.Name {
 			return facts, false, fmt.Errorf("VirtualMachine %s/%s does not own %s", vm.GetNamespace(), vm.GetName(), describe())
 		}
 		facts.RunStrategy = runStrategy(vm)
 	}
-	return facts, running, nil
+	return facts, in.Running(), nil
 }
 
 // liveMigratable reads the LiveMigratable condition: migratable only when it is True

@@ -82,6 +82,7 @@ func (w *Watches) CRDChanged(crdName string) {
 			delete(w.inputs, k)
 		}
 	}
+	w.dropVMIsLocked(group)
 }
 
 // watchInputLocked starts a metadata-only cache for one input, unless it has one: selected
@@ -92,6 +93,10 @@ func (w *Watches) CRDChanged(crdName string) {
 func (w *Watches) watchInputLocked(k plan.TargetKey, config string) {
 	if k.GroupKind() == nodeGroupKind {
 		w.watchNodesLocked()
+		return
+	}
+	if k == VMIsKey {
+		w.watchVMIsLocked()
 		return
 	}
 	if in, ok := w.inputs[k]; ok {

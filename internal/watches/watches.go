@@ -49,6 +49,8 @@ type Watches struct {
 	// read and watch of them (nil: Nodes are read from the API server and not watched).
 	nodes        cache.Cache
 	nodesWatched bool
+	// vmis is the informer of the VirtualMachineInstances (nil until a forecast needs it).
+	vmis *vmiWatch
 
 	kinds    map[schema.GroupKind]context.CancelFunc
 	inputs   map[plan.TargetKey]*inputWatch
@@ -116,6 +118,7 @@ func (w *Watches) Track(vpc *advisorv1alpha1.VirtPlatformConfig) {
 		}
 	}
 	inputs = append(inputs, rolloutPools(vpc)...)
+	inputs = append(inputs, vmForecastInputs(vpc)...)
 	for _, in := range vpc.Status.Inputs {
 		k := plan.KeyOf(advisorv1alpha1.TargetReference{APIVersion: in.APIVersion, Kind: in.Kind, Namespace: in.Namespace, Name: in.Name})
 		if watchedInput(k) {
@@ -221,6 +224,7 @@ func (w *Watches) stopUnusedInputsLocked() {
 			w.log.V(1).Info("stopped watching input", "input", k.String())
 		}
 	}
+	w.stopUnusedVMIsLocked()
 }
 
 // CRDMetadata is the metadata-only object the controller watches CRDs with.

@@ -19,13 +19,18 @@
 //     Machine Config Operator rolls a MachineConfigPool out on OpenShift, the pool simulator
 //     (test/poolsim, the library of hack/poolsim) does it here, on its own, as the guide's
 //     setup runs it: two worker Nodes, worker-0 and worker-1, the operator's render delay
-//     and a short reboot per node.
+//     and a short reboot per node. It also plays KubeVirt's VMs on them (poolsim.Options.VMs):
+//     the VirtualMachines a block creates start on the workers, each of which has 32Gi of
+//     allocatable memory for them, and a drain migrates, shuts down or is blocked by them as
+//     KubeVirt answers it, each live migration taking a second.
 //
 // The control plane is the one `make test-e2e` uses: this project's CRD, the test CRDs of
 // test/crds/base (MachineConfig, MachineConfigPool, HyperConverged, ...), the 4.20
 // KubeDescheduler, and the upstream CRDs of KubeletConfig, NodeHealthCheck and
 // SelfNodeRemediationTemplate (testenv.UpstreamCRDs), plus prometheus-operator's
-// PrometheusRule and ServiceMonitor. The operator is the manager
+// PrometheusRule and ServiceMonitor and KubeVirt's VirtualMachine,
+// VirtualMachineInstance, VirtualMachineInstanceMigration and KubeVirt (test/crds/kubevirt).
+// The operator is the manager
 // binary (MANAGER_BINARY), running as its ServiceAccount with exactly the RBAC of
 // dist/install.yaml; the control plane runs no pods, so there is no Deployment.
 //
@@ -226,16 +231,19 @@ type controlPlane struct {
 
 // The pool simulator of the guide's control plane: as the guide's setup runs hack/poolsim
 // (docs/guide/getting-started.md), with two workers, the Machine Config Operator's render
-// delay and a 2-second reboot per node.
+// delay and a 2-second reboot per node; it also plays the VMs on the workers, each of
+// which has room for 16 VMs of 2Gi, with a 1-second live migration.
 const (
-	guideWorkers    = 2
-	guideRebootTime = 2 * time.Second
+	guideWorkers       = 2
+	guideRebootTime    = 2 * time.Second
+	guideMigrationTime = time.Second
+	guideWorkerMemory  = "32Gi"
 )
 
 // startControlPlane starts the control plane and the operator; both stop when t ends.
 func startControlPlane(t *testing.T, managerBin string) *controlPlane {
 	t.Helper()
-	env, err := testenv.New(append(testenv.ClusterCRDs(), testenv.Path("test", "crds", "monitoring"))...)
+	env, err := testenv.New(append(testenv.ClusterCRDs(), testenv.Path("test", "crds", "monitoring"), testenv.KubeVirtCRDs)...)
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
@@ -301,8 +309,8 @@ func startControlPlane(t *testing.T, managerBin string) *controlPlane {
 	return cp
 }
 
-// startPoolSimulator runs the pool simulator, which plays the Machine Config Operator, with
-// the guide's workers, until t ends (before the control plane stops).
+// startPoolSimulator runs the pool simulator, which plays the Machine Config Operator and
+// KubeVirt's VMs, with the guide's workers, until t ends (before the control plane stops).
 func (cp *controlPlane) startPoolSimulator(t *testing.T, cfg *rest.Config) {
 	t.Helper()
 	// The simulator's informers log through controller-runtime; what the simulator does is
@@ -310,6 +318,7 @@ func (cp *controlPlane) startPoolSimulator(t *testing.T, cfg *rest.Config) {
 	ctrllog.SetLogger(logr.Discard())
 	sim, stop, err := poolsim.RunLogged(context.Background(), cfg, poolsim.Options{
 		RenderDelay: poolsim.DefaultRenderDelay, RebootTime: guideRebootTime,
+		VMs: true, MigrationTime: guideMigrationTime,
 	}, cp.poolSimLog)
 	if err != nil {
 		t.Fatalf("%v", err)
@@ -319,8 +328,16 @@ func (cp *controlPlane) startPoolSimulator(t *testing.T, cfg *rest.Config) {
 			t.Errorf("the pool simulator: %v", err)
 		}
 	})
-	if _, err := sim.CreateNodes(context.Background(), "worker", guideWorkers); err != nil {
+	workers, err := sim.CreateNodes(context.Background(), "worker", guideWorkers)
+	if err != nil {
 		t.Fatalf("%v", err)
+	}
+	// The room the scheduler model gives VMs: without it, every VM would start on the
+	// first worker.
+	for _, node := range workers {
+		if err := sim.SetAllocatableMemory(context.Background(), node, guideWorkerMemory); err != nil {
+			t.Fatalf("%v", err)
+		}
 	}
 }
 
@@ -380,7 +397,7 @@ func (cp *controlPlane) runBlock(t *testing.T, p page, i int, b block) {
 	out, stderr, err := cp.runSplit(ctx, "bash", "-euo", "pipefail", "-c", b.text)
 	where := fmt.Sprintf("%s block %d (line %d)", p.name, i+1, b.line)
 	for _, line := range strings.Split(stderr, "\n") {
-		if strings.Contains(strings.ToLower(line), "warning") {
+		if strings.Contains(strings.ToLower(line), "warning") && !watchStopped(line) {
 			t.Errorf("%s printed a warning on stderr: %s", where, line)
 		}
 	}
@@ -396,6 +413,13 @@ func (cp *controlPlane) runBlock(t *testing.T, p page, i int, b block) {
 	}
 	t.Logf("%s (%s)\n$ %s\n%s", where, time.Since(start).Round(100*time.Millisecond),
 		strings.ReplaceAll(b.text, "\n", "\n$ "), out)
+}
+
+// watchStopped tells the line client-go's reflector logs in kubectl wait when the wait
+// stops its watch, the condition met or the timeout reached: "Warning: watch ended with
+// error" for the canceled context. It says nothing about the command.
+func watchStopped(line string) bool {
+	return strings.Contains(line, "watch ended with error") && strings.Contains(line, "context canceled")
 }
 
 // tail is the last n lines of s.

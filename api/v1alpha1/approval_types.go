@@ -118,3 +118,20 @@ type Execution struct {
 	// +optional
 	VMMigrations *int32 `json:"vmMigrations,omitempty"`
 }
+
+// The condition that says whether status.approval's identities were recorded by the
+// operator's admission policies.
+const (
+	// ConditionApprovalVerified is True when the admission policy that records who
+	// requested and approved a plan was in place when the operator observed the approval,
+	// False (reason PoliciesMissing) when status.approval shows "unverified".
+	ConditionApprovalVerified = "ApprovalVerified"
+	// ReasonPoliciesInstalled: the identity policy and its binding exist.
+	ReasonPoliciesInstalled = "PoliciesInstalled"
+	// ReasonPoliciesMissing: the identity policy or its binding is missing (not installed,
+	// or turned off), so nobody's identity could be checked.
+	ReasonPoliciesMissing = "PoliciesMissing"
+	// IdentityPolicyName is the name of the MutatingAdmissionPolicy (and its binding) that
+	// records the identities, as dist/install.yaml and the chart install it.
+	IdentityPolicyName = "virt-advisor-operator-approval-identity"
+)

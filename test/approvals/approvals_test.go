@@ -163,6 +163,13 @@ spec:
 
 	It("with the policies turned off, still executes approvals, shown unverified with the condition", func() {
 		kubectl("delete", "mutatingadmissionpolicybindings", "virt-advisor-operator-approval-identity", "virt-advisor-operator-approval-via-gitops")
+		By("without the mutating binding, the validating policy refuses a forged annotation")
+		Eventually(func() string {
+			out, _ := as(editor, "annotate", "vpc", configName, "--overwrite", advisorv1alpha1.ApprovedByAnnotation+"=mallory")
+			return out
+		}).Should(ContainSubstring("are recorded by the API server from who made each change; they cannot be set or changed by hand"))
+		Expect(getConfig().Annotations).To(HaveKeyWithValue(advisorv1alpha1.ApprovedByAnnotation, gitOps))
+
 		kubectl("delete", "validatingadmissionpolicybindings", "virt-advisor-operator-approval-identity",
 			"virt-advisor-operator-approve-verb", "virt-advisor-operator-four-eyes")
 		// Without the policies the editor's approval goes through, once the API server saw

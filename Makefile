@@ -207,7 +207,8 @@ docker-push: ## Push the operator image.
 # first cannot (see config/helm/main), into templates/rbac/namespaced. The plugin keeps the files
 # it does not generate: those of dist/chart written by hand. With no ServiceMonitor in its input
 # it adds a generic one (templates/monitoring), which is removed: the chart's own is in
-# templates/prometheus. files/prometheus_rule.yaml is read by templates/prometheus/alerts.yaml.
+# templates/prometheus. files/prometheus_rule.yaml is read by templates/prometheus/alerts.yaml,
+# files/policies/ (the admission policies of config/policies) by templates/policies/policies.yaml.
 CHART_PROJECT := bin/chart
 CHART_GENERATED := crd rbac
 CHART_PLUGIN = "$(KUBEBUILDER)" edit --plugins=helm/v2-alpha --manifests=bin/chart/manifests.yaml --output-dir=dist
@@ -235,6 +236,8 @@ build-installer: manifests generate envtest kubebuilder ## Write dist/install.ya
 		xargs -r cp -t "$(CHART_PROJECT)/main/dist/chart/templates/rbac/namespaced/"
 	rm -rf "$(CHART_PROJECT)/main/dist/chart/templates/monitoring"
 	mkdir -p "$(CHART_PROJECT)/main/dist/chart/files" && cp config/prometheus/prometheus_rule.yaml "$(CHART_PROJECT)/main/dist/chart/files/"
+	rm -rf "$(CHART_PROJECT)/main/dist/chart/files/policies" && mkdir -p "$(CHART_PROJECT)/main/dist/chart/files/policies" && \
+		cp config/policies/identity.yaml config/policies/approve_verb.yaml config/policies/four_eyes.yaml "$(CHART_PROJECT)/main/dist/chart/files/policies/"
 	rm -rf dist/chart && cp -r "$(CHART_PROJECT)/main/dist/chart" dist/chart
 
 ##@ Console plugin

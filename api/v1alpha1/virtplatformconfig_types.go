@@ -412,6 +412,20 @@ type ApprovalStatus struct {
 	// proposes something new (an operator upgrade, a retry of a failed item).
 	// +optional
 	CorrectionsOnly bool `json:"correctionsOnly,omitempty"`
+	// requestedBy is the user who last changed what the approved plan was drafted from, as
+	// the operator's admission policy recorded it; "unverified" when none did.
+	// +optional
+	RequestedBy string `json:"requestedBy,omitempty"`
+	// approvedBy is the user who approved the current (or last) execution, as the
+	// operator's admission policy recorded it; "unverified" when none did.
+	// +optional
+	ApprovedBy string `json:"approvedBy,omitempty"`
+	// approvedAt is when the operator observed that approval (its own clock).
+	// +optional
+	ApprovedAt *metav1.Time `json:"approvedAt,omitempty"`
+	// via is "gitops" for an approval by an account ApprovalPolicy.spec.gitOpsApprovers names.
+	// +optional
+	Via string `json:"via,omitempty"`
 }
 
 // DriftCorrectionStatus is the state of automatic drift correction (bypassOptimisticLock).
@@ -468,6 +482,11 @@ type VirtPlatformConfigStatus struct {
 	// so an approval pinned to one plan never approves a later one.
 	// +optional
 	PlanRevision int64 `json:"planRevision,omitempty"`
+	// history is the last executions, newest first (at most 10).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=10
+	History []Execution `json:"history,omitempty"`
 	// approval records what approves the plan shown and what approved the execution.
 	// +optional
 	Approval *ApprovalStatus `json:"approval,omitempty"`
@@ -662,6 +681,7 @@ type PoolRollout struct {
 // +kubebuilder:printcolumn:name="Impact",type=string,JSONPath=`.status.impactSeverity`
 // +kubebuilder:printcolumn:name="Items",type=string,JSONPath=`.status.itemsSummary`
 // +kubebuilder:printcolumn:name="Disruption",type=string,JSONPath=`.status.disruption`
+// +kubebuilder:printcolumn:name="Approved-By",type=string,JSONPath=`.status.approval.approvedBy`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name == self.spec.profile",message="metadata.name must equal spec.profile: there is one VirtPlatformConfig per profile, named after it"
 type VirtPlatformConfig struct {

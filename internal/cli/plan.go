@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/spf13/cobra"
@@ -83,6 +84,7 @@ func (v planView) render(w io.Writer) (int, error) {
 	if reason != "" {
 		fmt.Fprintf(&b, "%s: %s\n", reason, sanitize(message))
 	}
+	b.WriteString(approvedBy(vpc))
 	changing := 0
 	for i, it := range items {
 		if changes(it) {
@@ -368,4 +370,24 @@ Exit code: 0 when the plan changes nothing, 2 when it changes at least one targe
 		"Color the diffs: auto (when stdout is a terminal and NO_COLOR is unset), always or never.")
 	cmd.Flags().StringVar(&item, "item", "", "Show only the item with this name.")
 	return cmd
+}
+
+// approvedBy says who requested and who approved the last execution (status.approval), when
+// one was approved.
+func approvedBy(vpc *advisorv1alpha1.VirtPlatformConfig) string {
+	a := vpc.Status.Approval
+	if a == nil || a.ApprovedBy == "" {
+		return ""
+	}
+	s := "Last execution approved by " + sanitize(a.ApprovedBy)
+	if a.Via != "" {
+		s += " (via " + sanitize(a.Via) + ")"
+	}
+	if a.ApprovedAt != nil {
+		s += " at " + a.ApprovedAt.UTC().Format(time.RFC3339)
+	}
+	if a.RequestedBy != "" {
+		s += ", requested by " + sanitize(a.RequestedBy)
+	}
+	return s + "\n"
 }

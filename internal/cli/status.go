@@ -17,27 +17,32 @@ import (
 
 // StatusRow is one VirtPlatformConfig in `status -o json|yaml`. The field names are stable.
 type StatusRow struct {
-	Name             string    `json:"name"`
-	Profile          string    `json:"profile"`
-	Action           string    `json:"action"`
-	Revert           bool      `json:"revert"`
-	RevertPlan       bool      `json:"revertPlan"`
-	Phase            string    `json:"phase"`
-	Impact           string    `json:"impact"`
-	ItemsCompleted   int       `json:"itemsCompleted"`
-	ItemsTotal       int       `json:"itemsTotal"`
-	Reason           string    `json:"reason"`
-	Message          string    `json:"message"`
-	PlanHash         string    `json:"planHash"`
-	ApprovalRequired bool      `json:"approvalRequired"`
-	Age              string    `json:"age"`
-	Created          time.Time `json:"created"`
+	Name             string `json:"name"`
+	Profile          string `json:"profile"`
+	Action           string `json:"action"`
+	Revert           bool   `json:"revert"`
+	RevertPlan       bool   `json:"revertPlan"`
+	Phase            string `json:"phase"`
+	Impact           string `json:"impact"`
+	ItemsCompleted   int    `json:"itemsCompleted"`
+	ItemsTotal       int    `json:"itemsTotal"`
+	Reason           string `json:"reason"`
+	Message          string `json:"message"`
+	PlanHash         string `json:"planHash"`
+	ApprovalRequired bool   `json:"approvalRequired"`
+	// RequestedBy and ApprovedBy are status.approval's: who changed what the executed plan
+	// was drafted from and who approved it ("unverified" without the admission policies).
+	RequestedBy string    `json:"requestedBy,omitempty"`
+	ApprovedBy  string    `json:"approvedBy,omitempty"`
+	ApprovedVia string    `json:"approvedVia,omitempty"`
+	Age         string    `json:"age"`
+	Created     time.Time `json:"created"`
 }
 
 func statusRow(vpc *advisorv1alpha1.VirtPlatformConfig, now time.Time) StatusRow {
 	done, total := itemCounts(vpc.Status.Items)
 	reason, message := reasonAndMessage(vpc)
-	return StatusRow{
+	row := StatusRow{
 		Name:             vpc.Name,
 		Profile:          string(vpc.Spec.Profile),
 		Action:           string(vpc.Spec.Action),
@@ -54,6 +59,10 @@ func statusRow(vpc *advisorv1alpha1.VirtPlatformConfig, now time.Time) StatusRow
 		Age:              duration.HumanDuration(now.Sub(vpc.CreationTimestamp.Time)),
 		Created:          vpc.CreationTimestamp.UTC(),
 	}
+	if a := vpc.Status.Approval; a != nil {
+		row.RequestedBy, row.ApprovedBy, row.ApprovedVia = a.RequestedBy, a.ApprovedBy, a.Via
+	}
+	return row
 }
 
 // statusRows are the rows of the configs, sorted by name.
@@ -93,15 +102,28 @@ func writeStatus(w io.Writer, rows []StatusRow, output string) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 8, 3, ' ', 0)
-	_, _ = fmt.Fprintln(tw, "PROFILE\tACTION\tPHASE\tIMPACT\tITEMS\tREASON\tAGE")
+	wide := output == "wide"
+	header := "PROFILE\tACTION\tPHASE\tIMPACT\tITEMS\tREASON\tAGE"
+	if wide {
+		header += "\tREQUESTED-BY\tAPPROVED-BY"
+	}
+	_, _ = fmt.Fprintln(tw, header)
 	for _, r := range rows {
 		action := orDash(r.Action)
 		if r.Revert {
 			// spec.revert: the config asks for (or ran) its revert plan.
 			action += "+revert"
 		}
-		_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\n", r.Name, action, orDash(r.Phase), orDash(r.Impact),
+		_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d/%d\t%s\t%s", r.Name, action, orDash(r.Phase), orDash(r.Impact),
 			r.ItemsCompleted, r.ItemsTotal, orDash(r.Reason), r.Age)
+		if wide {
+			approved := orDash(r.ApprovedBy)
+			if r.ApprovedVia != "" {
+				approved += " (" + r.ApprovedVia + ")"
+			}
+			_, _ = fmt.Fprintf(tw, "\t%s\t%s", orDash(r.RequestedBy), approved)
+		}
+		_, _ = fmt.Fprintln(tw)
 	}
 	return tw.Flush()
 }
@@ -113,8 +135,11 @@ func newStatusCommand(o *Options) *cobra.Command {
 		Short: "List every VirtPlatformConfig with its phase, impact, items done and the reason of its state",
 		Long: `List every VirtPlatformConfig with its action, phase, impact, items done and the reason of
 its state. The action of a config that asks for its revert plan (spec.revert) reads e.g.
-DryRun+revert; its phase is Reverted once the revert plan ran (or had nothing to do).`,
+DryRun+revert; its phase is Reverted once the revert plan ran (or had nothing to do).
+-o wide adds who requested and who approved the last execution (status.approval; "unverified"
+when the operator's admission policies were not in place).`,
 		Example: `  kubectl virt-advisor status
+  kubectl virt-advisor status -o wide
   kubectl virt-advisor status load-aware-rebalancing -o json`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

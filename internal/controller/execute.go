@@ -41,9 +41,12 @@ func (r *VirtPlatformConfigReconciler) startExecution(ctx context.Context, s *sc
 		}
 	}
 	s.approvalGiven()
+	if err := r.recordApprover(ctx, s); err != nil {
+		return outcome{}, err
+	}
 	beginExecution(s)
 	s.setPhase(advisorv1alpha1.PhaseInProgress, advisorv1alpha1.ReasonExecuting,
-		fmt.Sprintf("applying %d item(s) in order", countState(st.Items, advisorv1alpha1.ItemPending)))
+		fmt.Sprintf("applying %d item(s) in order%s", countState(st.Items, advisorv1alpha1.ItemPending), s.approvedByNote()))
 	return goOn(executeHandler), nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -59,7 +60,15 @@ var _ = Describe("Installing with helm", Ordered, func() {
 	})
 
 	It("serves VirtPlatformConfigs once installed", func() {
-		Expect(cp.client.Create(context.Background(), virtPlatformConfig())).To(Succeed())
+		// The admission policies on VirtPlatformConfigs need the CRD's schema, which the API
+		// server publishes a moment after the CRD is served: until then writes get a 503.
+		Eventually(func() error {
+			return cp.client.Create(context.Background(), virtPlatformConfig())
+		}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+	})
+
+	It("has the admission policies in force: an editor cannot approve, an approver's approval is recorded", func() {
+		cp.expectPoliciesWork()
 	})
 
 	It("helm upgrade to the next chart version with changed values updates the objects, the CRD included", func() {

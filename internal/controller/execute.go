@@ -31,6 +31,7 @@ func (r *VirtPlatformConfigReconciler) startExecution(ctx context.Context, s *sc
 			s.ledger().SetWaiting(i, &t)
 		}
 	}
+	resumed := countState(st.Items, advisorv1alpha1.ItemInProgress) > 0
 	if checkLock && !s.vpc.Spec.BypassOptimisticLock {
 		stale, err := r.staleItems(ctx, s)
 		if err != nil {
@@ -44,6 +45,10 @@ func (r *VirtPlatformConfigReconciler) startExecution(ctx context.Context, s *sc
 	beginExecution(s)
 	s.setPhase(advisorv1alpha1.PhaseInProgress, advisorv1alpha1.ReasonExecuting,
 		fmt.Sprintf("applying %d item(s) in order", countState(st.Items, advisorv1alpha1.ItemPending)))
+	if resumed {
+		// Items of it are applied already: the execution is under way.
+		s.startHistory()
+	}
 	return goOn(executeHandler), nil
 }
 
@@ -224,6 +229,7 @@ func (r *VirtPlatformConfigReconciler) applyItem(ctx context.Context, s *scope, 
 		s.noteItem(item.Name, corev1.EventTypeNormal, advisorv1alpha1.EventItemApplied, "applied item %s to %s %s", item.Name, item.TargetRef.Kind, item.TargetRef.Name)
 	}
 	s.ledger().SetState(i, advisorv1alpha1.ItemInProgress, item.Message)
+	s.startHistory()
 	// A released target is no longer the plan's: nothing is recorded to judge drift by.
 	s.ledger().RecordApplied(i, out.Record, s.approvalStatus().ApprovedPlanHash)
 	t := s.now

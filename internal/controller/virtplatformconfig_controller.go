@@ -12,7 +12,7 @@
 // items that roll out to nodes, and its gates; its rules are in internal/plan's batch.go),
 // pause.go (MachineConfigPool pauses), drift.go (watching what was applied), upgrade.go
 // (plans of a newer operator version), revert.go (putting back what was applied),
-// status.go (the status write). What the plans depend on is watched by internal/watches.
+// history.go (the executions status.history keeps), status.go (the status write). What the plans depend on is watched by internal/watches.
 package controller
 
 import (

@@ -138,6 +138,9 @@ func (r *VirtPlatformConfigReconciler) execute(ctx context.Context, s *scope) (o
 		// The approval was withdrawn: stop before anything else is written.
 		return r.pause(s, i), nil
 	}
+	if lapsed, err := r.expireApproval(ctx, s); lapsed || err != nil {
+		return outcome{}, err
+	}
 	item := &st.Items[i]
 	if plan.RollsOut(*item) {
 		return r.executeBatch(ctx, s)

@@ -2,13 +2,135 @@ package controller_test
 
 import (
 	"fmt"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
 	"github.com/kubevirt/virt-advisor-operator/internal/profiles/loadaware"
 )
+
+// setMaxApprovalAge creates (or changes) the ApprovalPolicy with spec.maxApprovalAge,
+// removed when the spec ends.
+func setMaxApprovalAge(age string) {
+	GinkgoHelper()
+	kubectlApply(`
+apiVersion: advisor.kubevirt.io/v1alpha1
+kind: ApprovalPolicy
+metadata: {name: cluster}
+spec: {maxApprovalAge: ` + age + `}`)
+	DeferCleanup(deleteAndWait, &advisorv1alpha1.ApprovalPolicy{ObjectMeta: metav1.ObjectMeta{Name: advisorv1alpha1.ApprovalPolicyName}})
+}
+
+// probeReason is the reason of the probe's condition t ("" while it is not in that phase).
+func probeReason(p advisorv1alpha1.Phase, t string) string {
+	probe := getProbe()
+	if probe.Status.Phase != p {
+		return ""
+	}
+	return conditionReason(probe, t)
+}
+
+func pokeProbe() {
+	GinkgoHelper()
+	kubectl("annotate", "vpc", probeName, "--overwrite", fmt.Sprintf("test/poke=%d", time.Now().UnixNano()))
+}
+
+var _ = Describe("Approvals that lapse", func() {
+	BeforeEach(resetCluster)
+
+	waitingForItsWindow := func() string {
+		return probeReason(advisorv1alpha1.PhaseInProgress, advisorv1alpha1.ConditionInProgress)
+	}
+	lapsed := func() string {
+		return probeReason(advisorv1alpha1.PhaseReviewRequired, advisorv1alpha1.ConditionReviewRequired)
+	}
+
+	It("an approval whose execution a closed maintenance window holds lapses at ApprovalPolicy's maxApprovalAge, saying how old it was and how to approve again; a fresh approval runs", func() {
+		setMaxApprovalAge("1h")
+		probeRollsOut()
+		probeWaitsForItsWindow()
+		approved := getProbe()
+		Expect(approved.Status.Approval.ApprovedAt).NotTo(BeNil(), "the operator records when it observed the approval")
+
+		By("half the age: the approval holds")
+		clock.Advance(30 * time.Minute)
+		pokeProbe()
+		Consistently(waitingForItsWindow).Should(Equal(advisorv1alpha1.ReasonAwaitingMaintenanceWindow))
+
+		By("past the age: it lapses, and the plan gets a new hash that the Apply given before does not approve")
+		clock.Advance(45 * time.Minute)
+		pokeProbe()
+		Eventually(lapsed).Should(Equal(advisorv1alpha1.ReasonApprovalExpired))
+		vpc := waitProbe(advisorv1alpha1.PhaseReviewRequired)
+		Expect(vpc.Status.PlanHash).NotTo(Equal(approved.Status.PlanHash))
+		Expect(vpc.Status.Approval.Required).To(BeTrue())
+		Expect(vpc.Status.Approval.Command).To(ContainSubstring(vpc.Status.PlanHash))
+		message := conditionMessage(vpc, advisorv1alpha1.ConditionReviewRequired)
+		Expect(message).To(And(
+			ContainSubstring("the approval of plan "+approved.Status.PlanHash+" lapsed"), ContainSubstring("observed 1h15m"),
+			ContainSubstring("allows 1h0m0s"), ContainSubstring(advisorv1alpha1.ReasonAwaitingMaintenanceWindow),
+			HaveSuffix(vpc.Status.Approval.Command)))
+		Expect(eventsOf(vpc)).To(ContainElement(And(
+			HaveField("Reason", advisorv1alpha1.ReasonApprovalExpired), HaveField("Type", "Warning"), HaveField("Note", message))))
+		Expect(read(mcGVK, types.NamespacedName{Name: probeMachineConfig})).To(BeNil(), "nothing was applied")
+		Expect(vpc.Status.History).To(BeEmpty(), "an execution that applied nothing is none")
+		pokeProbe()
+		Consistently(lapsed).Should(Equal(advisorv1alpha1.ReasonApprovalExpired))
+
+		By("a fresh approval, with the window open, runs")
+		clock.Advance(time.Hour)
+		patchProbe(`{"action":"Apply","approvedPlanHash":"` + vpc.Status.PlanHash + `","maintenanceWindow":{"schedule":"* * * * *"}}`)
+		Eventually(func() *unstructured.Unstructured {
+			return read(mcGVK, types.NamespacedName{Name: probeMachineConfig})
+		}).ShouldNot(BeNil())
+		rolloutPool()
+		done := waitProbe(advisorv1alpha1.PhaseCompleted)
+		Expect(done.Status.Approval.ApprovedAt.Time).To(BeTemporally(">", approved.Status.Approval.ApprovedAt.Add(2*time.Hour)),
+			"the fresh approval's time")
+		Expect(done.Status.History).To(HaveLen(1))
+		Expect(done.Status.History[0]).To(And(
+			HaveField("PlanHash", done.Status.PlanHash), HaveField("Outcome", advisorv1alpha1.PhaseCompleted),
+			HaveField("ApprovedAt", Equal(done.Status.Approval.ApprovedAt)), HaveField("Reboots", int32(workerMachines))))
+	})
+
+	It("the ApprovalPolicy wakes a held execution: its approval lapses when the policy arrives and, once the age is reached, without any other event", func() {
+		probeRollsOut()
+		probeWaitsForItsWindow()
+		clock.Advance(2 * time.Hour)
+		pokeProbe()
+		Consistently(waitingForItsWindow).Should(Equal(advisorv1alpha1.ReasonAwaitingMaintenanceWindow), "without a policy nothing lapses")
+
+		setMaxApprovalAge("1h")
+		Eventually(lapsed).Should(Equal(advisorv1alpha1.ReasonApprovalExpired))
+
+		By("an approval that lapses a few seconds after it was given is looked at again then")
+		kubectl("patch", "approvalpolicy", "cluster", "--type=merge", "-p", `{"spec":{"maxApprovalAge":"3s"}}`)
+		patchProbe(`{"action":"Apply","approvedPlanHash":"` + getProbe().Status.PlanHash + `"}`)
+		Eventually(waitingForItsWindow).Should(Equal(advisorv1alpha1.ReasonAwaitingMaintenanceWindow))
+		Eventually(lapsed).Should(Equal(advisorv1alpha1.ReasonApprovalExpired))
+		Expect(conditionMessage(getProbe(), advisorv1alpha1.ConditionReviewRequired)).To(ContainSubstring("allows 3s"))
+	})
+
+	It("an execution that applied its batch goes on past the age while somebody else's pause holds its rollout", func() {
+		setMaxApprovalAge("1h")
+		pausePoolByHand(true)
+		DeferCleanup(pausePoolByHand, false)
+		createConfig(advisorv1alpha1.VirtPlatformConfigSpec{Action: advisorv1alpha1.ActionApply})
+		Eventually(itemState).WithArguments(loadaware.ItemPSI).Should(Equal(advisorv1alpha1.ItemInProgress))
+		Expect(getConfig().Status.History).To(HaveLen(1), "the execution started")
+		clock.Advance(2 * time.Hour)
+		poke()
+		Consistently(phase).Should(Equal(advisorv1alpha1.PhaseInProgress))
+		pausePoolByHand(false)
+		rolloutPool()
+		waitPhase(advisorv1alpha1.PhaseCompleted)
+	})
+})
 
 var _ = Describe("The history of executions", func() {
 	BeforeEach(resetCluster)

@@ -3,6 +3,7 @@ package controller
 import (
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
@@ -40,6 +41,9 @@ type scope struct {
 	// ended is set when this step ended the execution status.history lists first: its
 	// outcome is the phase the step ends in (see settleHistory).
 	ended bool
+	// lapseIn is how long the approval of the execution under way has left before it
+	// lapses, while nothing of it is applied (0: it does not lapse).
+	lapseIn time.Duration
 }
 
 type transition struct {

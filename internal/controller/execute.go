@@ -232,7 +232,11 @@ func (r *VirtPlatformConfigReconciler) applyItem(ctx context.Context, s *scope, 
 		s.noteItem(item.Name, corev1.EventTypeNormal, advisorv1alpha1.EventItemApplied, "applied item %s to %s %s", item.Name, item.TargetRef.Kind, item.TargetRef.Name)
 	}
 	s.ledger().SetState(i, advisorv1alpha1.ItemInProgress, item.Message)
-	s.startHistory()
+	if item.Change != advisorv1alpha1.ChangeNone || item.Action == advisorv1alpha1.ItemActionRelease {
+		// The target changed: the execution is under way (an item already as planned
+		// changes nothing, and does not start it).
+		s.startHistory()
+	}
 	// A released target is no longer the plan's: nothing is recorded to judge drift by.
 	s.ledger().RecordApplied(i, out.Record, s.approvalStatus().ApprovedPlanHash)
 	t := s.now

@@ -25,7 +25,11 @@ const (
 	// ApprovalPolicyName is the name of the one ApprovalPolicy the operator and its
 	// admission policies read.
 	ApprovalPolicyName = "cluster"
-	// MaxHistory is how many executions status.history keeps.
+	// MaxHistory is how many executions status.history keeps. An entry takes about 300
+	// bytes; ten keep the audit trail to a few kilobytes of a config whose plan (desired
+	// states, diffs, what each apply replaced) already makes it large, and every status
+	// write and watch event carries the whole object. Older executions are in the Events
+	// while they last, and in whatever archives them.
 	MaxHistory = 10
 )
 

@@ -43,6 +43,10 @@ const (
 	// ReasonPaused: spec.action was set away from Apply during execution; execution stops
 	// before its next step and resumes on Apply.
 	ReasonPaused = "Paused"
+	// ReasonApprovalExpired: the approval is older than ApprovalPolicy spec.maxApprovalAge
+	// and its execution had not started (nothing was applied: a maintenance window, a gate
+	// or a busy pool held it); the plan waits for a fresh approval under a new hash.
+	ReasonApprovalExpired = "ApprovalExpired"
 
 	// ReasonExecuting: the approved plan is being applied, item by item.
 	ReasonExecuting = "Executing"

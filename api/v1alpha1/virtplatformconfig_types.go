@@ -482,7 +482,10 @@ type VirtPlatformConfigStatus struct {
 	// so an approval pinned to one plan never approves a later one.
 	// +optional
 	PlanRevision int64 `json:"planRevision,omitempty"`
-	// history is the last executions, newest first (at most 10).
+	// history is the last executions, newest first: one entry per execution that applied
+	// something, added when it applies its first item and completed when it ends. At most
+	// 10 (an entry is about 300 bytes, and the whole object travels with every status
+	// write and watch event). Not part of the plan or its hash.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=10

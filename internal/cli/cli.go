@@ -142,6 +142,7 @@ A typical session:
   kubectl virt-advisor plan load-aware-rebalancing
   kubectl virt-advisor approve load-aware-rebalancing --hash <the plan hash shown>
   kubectl virt-advisor wait load-aware-rebalancing --for=Completed
+  kubectl virt-advisor history load-aware-rebalancing
 
 To undo what a profile's executions changed, review and approve its revert plan:
 
@@ -159,6 +160,7 @@ To undo what a profile's executions changed, review and approve its revert plan:
 	root.AddCommand(
 		newStatusCommand(o),
 		newPlanCommand(o),
+		newHistoryCommand(o),
 		newApproveCommand(o),
 		newActionCommand(o, "dry-run", advisorv1alpha1.ActionDryRun,
 			"Draft the plan of a profile and show it in status; nothing outside the VirtPlatformConfig is written"),

@@ -25,6 +25,7 @@ func TestNotInstalled(t *testing.T) {
 	for _, args := range [][]string{
 		{"status"},
 		{"plan", "load-aware-rebalancing"},
+		{"history", "load-aware-rebalancing"},
 		{"approve", "load-aware-rebalancing"},
 		{"dry-run", "load-aware-rebalancing"},
 		{"wait", "load-aware-rebalancing", "--for=Completed", "--timeout=5s"},

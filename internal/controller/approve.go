@@ -109,10 +109,26 @@ func (s *scope) requireApproval() string {
 // approvalGiven clears the wait and records what approved the execution that starts.
 func (s *scope) approvalGiven() {
 	a := s.approvalStatus()
+	s.approvalObserved(a.ApprovedPlanHash != s.vpc.Status.PlanHash || a.ApprovedGeneration != s.vpc.Generation)
 	a.Required, a.Command = false, ""
 	a.ApprovedPlanHash = s.vpc.Status.PlanHash
 	a.ApprovedGeneration = s.vpc.Generation
 	a.CorrectionsOnly = false
+}
+
+// approvalObserved records when the operator observed the approval that starts an
+// execution (approval.approvedAt, its own clock), unless it is recorded already: fresh
+// says the approval is another one than the one recorded (another plan or spec
+// generation), whose time is then not kept.
+func (s *scope) approvalObserved(fresh bool) {
+	a := s.approvalStatus()
+	if fresh {
+		a.ApprovedAt = nil
+	}
+	if a.ApprovedAt == nil {
+		t := s.now
+		a.ApprovedAt = &t
+	}
 }
 
 // noApprovalNeeded clears the wait (the plan in status has nothing to approve).

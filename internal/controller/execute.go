@@ -31,6 +31,7 @@ func (r *VirtPlatformConfigReconciler) startExecution(ctx context.Context, s *sc
 			s.ledger().SetWaiting(i, &t)
 		}
 	}
+	resumed := countState(st.Items, advisorv1alpha1.ItemInProgress) > 0
 	if checkLock && !s.vpc.Spec.BypassOptimisticLock {
 		stale, err := r.staleItems(ctx, s)
 		if err != nil {
@@ -47,6 +48,10 @@ func (r *VirtPlatformConfigReconciler) startExecution(ctx context.Context, s *sc
 	beginExecution(s)
 	s.setPhase(advisorv1alpha1.PhaseInProgress, advisorv1alpha1.ReasonExecuting,
 		fmt.Sprintf("applying %d item(s) in order%s", countState(st.Items, advisorv1alpha1.ItemPending), s.approvedByNote()))
+	if resumed {
+		// Items of it are applied already: the execution is under way.
+		s.startHistory()
+	}
 	return goOn(executeHandler), nil
 }
 
@@ -135,6 +140,9 @@ func (r *VirtPlatformConfigReconciler) execute(ctx context.Context, s *scope) (o
 	if s.vpc.Spec.Action != advisorv1alpha1.ActionApply {
 		// The approval was withdrawn: stop before anything else is written.
 		return r.pause(s, i), nil
+	}
+	if lapsed, err := r.expireApproval(ctx, s); lapsed || err != nil {
+		return outcome{}, err
 	}
 	item := &st.Items[i]
 	if plan.RollsOut(*item) {
@@ -227,6 +235,11 @@ func (r *VirtPlatformConfigReconciler) applyItem(ctx context.Context, s *scope, 
 		s.noteItem(item.Name, corev1.EventTypeNormal, advisorv1alpha1.EventItemApplied, "applied item %s to %s %s", item.Name, item.TargetRef.Kind, item.TargetRef.Name)
 	}
 	s.ledger().SetState(i, advisorv1alpha1.ItemInProgress, item.Message)
+	if item.Change != advisorv1alpha1.ChangeNone || item.Action == advisorv1alpha1.ItemActionRelease {
+		// The target changed: the execution is under way (an item already as planned
+		// changes nothing, and does not start it).
+		s.startHistory()
+	}
 	// A released target is no longer the plan's: nothing is recorded to judge drift by.
 	s.ledger().RecordApplied(i, out.Record, s.approvalStatus().ApprovedPlanHash)
 	t := s.now

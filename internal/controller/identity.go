@@ -16,8 +16,7 @@ import (
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingadmissionpolicies;mutatingadmissionpolicybindings,verbs=get;list;watch
 
 // recordApprover copies who requested and who approved the plan, as the operator's
-// admission policy recorded them in the config's annotations, into status.approval, with
-// the time the operator observed the approval. When the policy or its binding is missing
+// admission policy recorded them in the config's annotations, into status.approval. When the policy or its binding is missing
 // (not installed, turned off) nobody's identity was checked: both show "unverified" and the
 // condition ApprovalVerified says why.
 func (r *VirtPlatformConfigReconciler) recordApprover(ctx context.Context, s *scope) error {
@@ -25,9 +24,8 @@ func (r *VirtPlatformConfigReconciler) recordApprover(ctx context.Context, s *sc
 	if err != nil {
 		return err
 	}
+	// approvedAt was set when the approval was observed (approvalObserved).
 	a := s.approvalStatus()
-	t := s.now
-	a.ApprovedAt = &t
 	cond := metav1.Condition{
 		Type:               advisorv1alpha1.ConditionApprovalVerified,
 		Status:             metav1.ConditionTrue,

@@ -95,7 +95,7 @@ func (r *VirtPlatformConfigReconciler) run(ctx context.Context, s *scope) (outco
 			return outcome{}, fmt.Errorf("unknown handler %d", h)
 		}
 	}
-	return o, err
+	return wakeForLapse(s, o), err
 }
 
 // maxHandlersPerStep bounds the handlers one step runs: an execution of many items that

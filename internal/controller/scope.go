@@ -3,6 +3,7 @@ package controller
 import (
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
@@ -37,6 +38,12 @@ type scope struct {
 	transitions []transition
 	notes       []note
 	now         metav1.Time
+	// ended is set when this step ended the execution status.history lists first: its
+	// outcome is the phase the step ends in (see settleHistory).
+	ended bool
+	// lapseIn is how long the approval of the execution under way has left before it
+	// lapses, while nothing of it is applied (0: it does not lapse).
+	lapseIn time.Duration
 }
 
 type transition struct {
@@ -74,6 +81,9 @@ func (s *scope) profileName() string { return string(s.vpc.Spec.Profile) }
 // setPhase moves the config to a phase with the reason and message its conditions show.
 func (s *scope) setPhase(p advisorv1alpha1.Phase, reason, message string) {
 	from := s.vpc.Status.Phase
+	if from == advisorv1alpha1.PhaseInProgress && p != advisorv1alpha1.PhaseInProgress {
+		s.endExecution(p)
+	}
 	s.vpc.Status.Phase = p
 	s.phaseSet, s.reason, s.message = true, reason, message
 	if from != p {

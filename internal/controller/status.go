@@ -56,6 +56,7 @@ func (r *VirtPlatformConfigReconciler) finishStatus(ctx context.Context, s *scop
 	if stepSucceeded {
 		vpc.Status.ObservedGeneration = vpc.Generation
 	}
+	s.settleHistory()
 	reason, message := s.reason, s.message
 	if !s.phaseSet {
 		reason, message = s.before.Status.ShownReason()

@@ -7,12 +7,13 @@
 // A step runs handlers (outcome.go): each returns the handler that goes on in the same
 // step, or ends the step with when to look again; none calls another phase's handler.
 // Files follow the life cycle: draft.go (drafting and review), forecast.go (what a plan
-// does to the nodes), approve.go (what approves a plan), gate.go (the write gate, the one
+// does to the nodes), approve.go (what approves a plan), expiry.go (approvals that lapse
+// before their execution starts), gate.go (the write gate, the one
 // place outside writes pass), execute.go (applying item by item), rollout.go (the batch of
 // items that roll out to nodes, and its gates; its rules are in internal/plan's batch.go),
 // pause.go (MachineConfigPool pauses), drift.go (watching what was applied), upgrade.go
 // (plans of a newer operator version), revert.go (putting back what was applied),
-// status.go (the status write). What the plans depend on is watched by internal/watches.
+// history.go (the executions status.history keeps), status.go (the status write). What the plans depend on is watched by internal/watches.
 package controller
 
 import (
@@ -339,7 +340,8 @@ func (r *VirtPlatformConfigReconciler) throttle() *throttle.Throttle {
 
 // SetupWithManager registers the controller. Only spec, label and annotation changes of
 // a config start a reconcile (its own status writes do not); CRDs the profiles depend on
-// wake every config; targets and inputs are watched as plans name them (see watches).
+// wake every config; the ApprovalPolicy wakes the configs that execute a plan; targets
+// and inputs are watched as plans name them (see watches).
 func (r *VirtPlatformConfigReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.throttle()
 	// The VM forecast's kind: its arrival or removal changes what the forecasts can say.
@@ -352,6 +354,8 @@ func (r *VirtPlatformConfigReconciler) SetupWithManager(mgr ctrl.Manager) error 
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		For(&advisorv1alpha1.VirtPlatformConfig{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
+		// The ApprovalPolicy says when approvals lapse (expiry.go).
+		Watches(&advisorv1alpha1.ApprovalPolicy{}, handler.EnqueueRequestsFromMapFunc(r.executingConfigs)).
 		WatchesMetadata(watches.CRDMetadata(), handler.EnqueueRequestsFromMapFunc(r.allConfigs),
 			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool { return watchedCRDs[o.GetName()] }))).
 		Named("virtplatformconfig").

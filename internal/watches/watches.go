@@ -235,7 +235,7 @@ func CRDMetadata() *metav1.PartialObjectMetadata {
 }
 
 // CacheOptions keeps the manager's cache to what the operator owns or watches: its
-// configs and CRD metadata in full, every Node as its name and the labels the profiles
+// configs, the ApprovalPolicy and CRD metadata in full, every Node as its name and the labels the profiles
 // decide from (see nodeFacts), and of every managed kind only the objects that carry the
 // managed-by label (metadata only). Targets themselves are always read uncached. The
 // Nodes' informer starts with the first read or watch of them.
@@ -245,6 +245,7 @@ func CacheOptions() cache.Options {
 		DefaultTransform:     cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			&advisorv1alpha1.VirtPlatformConfig{}: {Label: labels.Everything()},
+			&advisorv1alpha1.ApprovalPolicy{}:     {Label: labels.Everything()},
 			CRDMetadata():                         {Label: labels.Everything()},
 			NodeMetadata():                        {Label: labels.Everything(), Transform: nodeFacts},
 		},

@@ -22,10 +22,10 @@ func canI(user, verb string) string {
 }
 
 var _ = Describe("Roles for people", func() {
-	It("approving is a cluster-admin act: no role that can approve is aggregated into the built-in admin or edit roles", func() {
+	It("approving is a cluster-admin act: one role approves, and no role that can draft or approve is aggregated into the built-in admin or edit roles", func() {
 		installer := kubectl("kustomize", testenv.Path("config", "default"))
 		dec := yaml.NewYAMLOrJSONDecoder(strings.NewReader(installer), 4096)
-		approvers := 0
+		writers, approvers := 0, 0
 		for {
 			role := &rbacv1.ClusterRole{}
 			if err := dec.Decode(role); err != nil {
@@ -38,17 +38,21 @@ var _ = Describe("Roles for people", func() {
 				if !contains(rule.Resources, "virtplatformconfigs") {
 					continue
 				}
-				if contains(rule.Verbs, "patch") || contains(rule.Verbs, "update") || contains(rule.Verbs, "create") {
-					if role.Name == "virt-advisor-operator-manager-role" {
-						continue
-					}
+				if role.Name == "virt-advisor-operator-manager-role" {
+					continue
+				}
+				if contains(rule.Verbs, "approve") {
 					approvers++
+				}
+				if contains(rule.Verbs, "patch") || contains(rule.Verbs, "update") || contains(rule.Verbs, "create") || contains(rule.Verbs, "approve") {
+					writers++
 					Expect(role.Labels).NotTo(HaveKey("rbac.authorization.k8s.io/aggregate-to-edit"), role.Name)
 					Expect(role.Labels).NotTo(HaveKey("rbac.authorization.k8s.io/aggregate-to-admin"), role.Name)
 				}
 			}
 		}
 		Expect(approvers).To(Equal(1), "one role approves plans")
+		Expect(writers).To(Equal(2), "the editor drafts, the approver drafts and approves")
 	})
 
 	It("the viewer role reviews plans and cannot approve them; the approver role approves", func() {

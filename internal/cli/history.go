@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/yaml"
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
 )
@@ -22,24 +20,8 @@ func writeHistory(w io.Writer, vpc *advisorv1alpha1.VirtPlatformConfig, output s
 	if entries == nil {
 		entries = []advisorv1alpha1.Execution{}
 	}
-	switch output {
-	case "json":
-		data, err := json.MarshalIndent(entries, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintln(w, string(data))
+	if written, err := writeStructured(w, entries, output); written || err != nil {
 		return err
-	case "yaml":
-		data, err := yaml.Marshal(entries)
-		if err != nil {
-			return err
-		}
-		_, err = w.Write(data)
-		return err
-	case "", "table", "wide":
-	default:
-		return fmt.Errorf("unknown output format %q: use json, yaml or leave -o out for a table", output)
 	}
 	if len(entries) == 0 {
 		_, err := fmt.Fprintf(w, "%s has executed no plan yet (status.history is empty).\n", vpc.Name)

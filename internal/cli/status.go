@@ -75,26 +75,34 @@ func statusRows(items []advisorv1alpha1.VirtPlatformConfig, now time.Time) []Sta
 	return rows
 }
 
-// writeStatus prints rows as a table, JSON or YAML.
-func writeStatus(w io.Writer, rows []StatusRow, output string) error {
+// writeStructured prints v as JSON or YAML when output asks for either, and tells whether
+// it did; "", "table" and "wide" are left to the caller's table.
+func writeStructured(w io.Writer, v any, output string) (bool, error) {
 	switch output {
 	case "json":
-		data, err := json.MarshalIndent(rows, "", "  ")
+		data, err := json.MarshalIndent(v, "", "  ")
 		if err != nil {
-			return err
+			return true, err
 		}
 		_, err = fmt.Fprintln(w, string(data))
-		return err
+		return true, err
 	case "yaml":
-		data, err := yaml.Marshal(rows)
+		data, err := yaml.Marshal(v)
 		if err != nil {
-			return err
+			return true, err
 		}
 		_, err = w.Write(data)
-		return err
+		return true, err
 	case "", "table", "wide":
-	default:
-		return fmt.Errorf("unknown output format %q: use json, yaml or leave -o out for a table", output)
+		return false, nil
+	}
+	return false, fmt.Errorf("unknown output format %q: use json, yaml or leave -o out for a table", output)
+}
+
+// writeStatus prints rows as a table, JSON or YAML.
+func writeStatus(w io.Writer, rows []StatusRow, output string) error {
+	if written, err := writeStructured(w, rows, output); written || err != nil {
+		return err
 	}
 	if len(rows) == 0 {
 		_, err := fmt.Fprintln(w, "No VirtPlatformConfigs found. Is the virt-advisor-operator running? It creates one per profile: "+

@@ -186,7 +186,7 @@ var _ = Describe("What a rollout does to the VMs, against the simulator", func()
 		Expect(sim.CreateVM(ctx, poolsim.VMSpec{Namespace: mixedFleet, Name: "pg-0", Node: "worker-2", RunStrategy: "Always",
 			NotMigratable: true})).To(Succeed())
 		Eventually(func(g Gomega) {
-			g.Expect(eventMessages(advisorv1alpha1.EventVMDrainBlocked)).To(ContainElement(
+			g.Expect(eventNotes(advisorv1alpha1.EventVMDrainBlocked)).To(ContainElement(
 				ContainSubstring("VM " + mixedFleet + "/pg-0 blocks the drain of node worker-2")))
 		}).WithTimeout(time.Minute).Should(Succeed())
 		Eventually(func() []string { return sim.BlockingDrain("worker-2") }).WithTimeout(time.Minute).
@@ -203,18 +203,6 @@ var _ = Describe("What a rollout does to the VMs, against the simulator", func()
 		Expect(actual.Blocked).To(BeEquivalentTo(1))
 		Expect(actual.Blocking.Names).To(Equal([]string{mixedFleet + "/pg-0"}))
 		Expect(actual.AsForecast).To(BeFalse())
-		Expect(eventMessages(advisorv1alpha1.EventVMsNotAsForecast)).To(ContainElement(ContainSubstring("blocked a drain: " + mixedFleet + "/pg-0")))
+		Expect(eventNotes(advisorv1alpha1.EventVMsNotAsForecast)).To(ContainElement(ContainSubstring("blocked a drain: " + mixedFleet + "/pg-0")))
 	})
 })
-
-// eventMessages are the notes of the config's Events of that reason.
-func eventMessages(reason string) []string {
-	GinkgoHelper()
-	var out []string
-	for _, e := range configEvents() {
-		if e.Reason == reason {
-			out = append(out, e.Note)
-		}
-	}
-	return out
-}

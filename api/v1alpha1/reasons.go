@@ -33,6 +33,9 @@ const (
 	// ReasonApprovalMismatch: spec.approvedPlanHash is not status.planHash; the plan shown
 	// is not the one that was approved.
 	ReasonApprovalMismatch = "ApprovalMismatch"
+	// ReasonContentMismatch: spec.approvedContent.hash is not status.content.hash; this
+	// cluster's plan would write other content than the approved one, and is not executed.
+	ReasonContentMismatch = "ContentMismatch"
 	// ReasonPlanStale: a target changed after the plan was reviewed; the plan was drafted
 	// again and needs a fresh approval (rule 4).
 	ReasonPlanStale = "PlanStale"

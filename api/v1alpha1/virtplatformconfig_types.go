@@ -47,6 +47,7 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.options) || !has(self.options.loadAware) || self.profile == 'load-aware-rebalancing'",message="options.loadAware may only be set when spec.profile is load-aware-rebalancing"
 // +kubebuilder:validation:XValidation:rule="!has(self.options) || !has(self.options.virtHigherDensity) || self.profile == 'virt-higher-density'",message="options.virtHigherDensity may only be set when spec.profile is virt-higher-density"
 // +kubebuilder:validation:XValidation:rule="!has(self.options) || !has(self.options.platformBaseline) || self.profile == 'platform-baseline'",message="options.platformBaseline may only be set when spec.profile is platform-baseline"
+// +kubebuilder:validation:XValidation:rule="!has(self.approvedPlanHash) || !has(self.approvedContent)",message="set spec.approvedPlanHash (this plan on this cluster) or spec.approvedContent (any plan with this content), not both"
 type VirtPlatformConfigSpec struct {
 	// profile selects the set of changes this config plans and applies. It cannot be
 	// changed: delete the config and create the one named after the other profile.
@@ -68,6 +69,18 @@ type VirtPlatformConfigSpec struct {
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-f0-9]{64}$')",message="spec.approvedPlanHash must be the 64-character lowercase hex value of status.planHash"
 	ApprovedPlanHash string `json:"approvedPlanHash,omitempty"`
+
+	// approvedContent pins the approval to a plan's content instead of one plan: with Apply,
+	// any plan whose status.content.hash equals approvedContent.hash executes, on this
+	// cluster or any other, through the same gate, stale-plan check, batching, gates and
+	// forecast as a local approval; a drift correction, which restores exactly that content,
+	// needs no new approval. A plan with other content waits in ReviewRequired with reason
+	// ContentMismatch; with approvedContent.items (copy the whole status.content of the
+	// reviewed cluster) its message names the items that differ. A plan with field
+	// conflicts still needs a local approval (spec.approvedPlanHash). Not together with
+	// approvedPlanHash.
+	// +optional
+	ApprovedContent *PlanContent `json:"approvedContent,omitempty"`
 
 	// failurePolicy decides what a failed item does to the rest of the plan: Abort stops
 	// (later items stay Pending, phase Failed); Continue goes on (phase CompletedWithErrors).
@@ -403,6 +416,10 @@ type ApprovalStatus struct {
 	// approvedPlanHash is the planHash the current (or last) execution was approved for.
 	// +optional
 	ApprovedPlanHash string `json:"approvedPlanHash,omitempty"`
+	// approvedContentHash is the content hash spec.approvedContent approved the current (or
+	// last) execution with; empty for an approval of the plan itself.
+	// +optional
+	ApprovedContentHash string `json:"approvedContentHash,omitempty"`
 	// approvedGeneration is the metadata.generation whose spec gave that approval.
 	// +optional
 	ApprovedGeneration int64 `json:"approvedGeneration,omitempty"`
@@ -423,7 +440,9 @@ type ApprovalStatus struct {
 	// approvedAt is when the operator observed that approval (its own clock).
 	// +optional
 	ApprovedAt *metav1.Time `json:"approvedAt,omitempty"`
-	// via is "gitops" for an approval by an account ApprovalPolicy.spec.gitOpsApprovers names.
+	// via is "gitops" for an approval by an account ApprovalPolicy.spec.gitOpsApprovers names,
+	// "content" for an approval of the plan's content (spec.approvedContent), which may
+	// have been given once for a fleet; "gitops,content" for both.
 	// +optional
 	Via string `json:"via,omitempty"`
 }
@@ -482,6 +501,11 @@ type VirtPlatformConfigStatus struct {
 	// so an approval pinned to one plan never approves a later one.
 	// +optional
 	PlanRevision int64 `json:"planRevision,omitempty"`
+	// content is what the plan would write, independent of this cluster (see PlanContent):
+	// clusters whose plans have the same content.hash can share one approval through
+	// spec.approvedContent.
+	// +optional
+	Content *PlanContent `json:"content,omitempty"`
 	// history is the last executions, newest first: one entry per execution that applied
 	// something, added when it applies its first item and completed when it ends. At most
 	// 10 (an entry is about 300 bytes, and the whole object travels with every status
@@ -514,7 +538,7 @@ type VirtPlatformConfigStatus struct {
 	// +optional
 	SourceSnapshotHash string `json:"sourceSnapshotHash,omitempty"`
 	// planSpecHash is the SHA-256 of the spec the plan was drafted from, leaving out
-	// action and approvedPlanHash: any other spec change redrafts the plan.
+	// action, approvedPlanHash and approvedContent: any other spec change redrafts the plan.
 	// +optional
 	PlanSpecHash string `json:"planSpecHash,omitempty"`
 	// operatorVersion is the version of the operator that drafted the plan.
@@ -685,6 +709,7 @@ type PoolRollout struct {
 // +kubebuilder:printcolumn:name="Items",type=string,JSONPath=`.status.itemsSummary`
 // +kubebuilder:printcolumn:name="Disruption",type=string,JSONPath=`.status.disruption`
 // +kubebuilder:printcolumn:name="Approved-By",type=string,JSONPath=`.status.approval.approvedBy`,priority=1
+// +kubebuilder:printcolumn:name="Content",type=string,JSONPath=`.status.content.hash`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name == self.spec.profile",message="metadata.name must equal spec.profile: there is one VirtPlatformConfig per profile, named after it"
 type VirtPlatformConfig struct {

@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
+	"github.com/kubevirt/virt-advisor-operator/internal/plan"
 )
 
 // Who drafted a plan decides what approves it (rule 13).
@@ -83,6 +84,18 @@ func (s *scope) approval() approvalState {
 		return approved
 	case spec.ApprovedPlanHash != "":
 		return mismatched
+	case spec.ApprovedContent != nil:
+		switch {
+		case st.Content == nil || spec.ApprovedContent.Hash != st.Content.Hash:
+			return mismatched
+		case hasConflicts(st.Items):
+			// A field another manager owns is this cluster's live state, not the content:
+			// taking it needs a local approval given after the conflict was shown.
+			return notApproved
+		}
+		// The content was approved, for this cluster or a fleet: whatever plan revision
+		// carries it, and whoever drafted it (a drift correction restores exactly it).
+		return approved
 	case s.vpc.Generation >= s.approvalStatus().MinGeneration:
 		return approved
 	}
@@ -91,10 +104,25 @@ func (s *scope) approval() approvalState {
 
 // approveCommand is the exact command that approves the plan in status: it pins the
 // approval to the plan's hash, and it is always a spec change, so it also approves a plan
-// the operator drafted on its own.
+// the operator drafted on its own. It drops a pin of the content, which may not be set
+// together with the plan's.
 func (s *scope) approveCommand() string {
-	return fmt.Sprintf(`kubectl patch vpc %s --type merge -p '{"spec":{"action":"Apply","approvedPlanHash":"%s"}}'`,
-		s.vpc.Name, s.vpc.Status.PlanHash)
+	dropContent := ""
+	if s.vpc.Spec.ApprovedContent != nil {
+		dropContent = `,"approvedContent":null`
+	}
+	return fmt.Sprintf(`kubectl patch vpc %s --type merge -p '{"spec":{"action":"Apply","approvedPlanHash":"%s"%s}}'`,
+		s.vpc.Name, s.vpc.Status.PlanHash, dropContent)
+}
+
+// hasConflicts tells whether an item that writes sets a field another manager owns.
+func hasConflicts(items []advisorv1alpha1.PlanItem) bool {
+	for _, it := range items {
+		if len(it.Conflicts) > 0 && it.State != advisorv1alpha1.ItemSkipped {
+			return true
+		}
+	}
+	return false
 }
 
 // requireApproval marks the plan in status as waiting for an approval, with the command
@@ -113,6 +141,10 @@ func (s *scope) approvalGiven() {
 	a.Required, a.Command = false, ""
 	a.ApprovedPlanHash = s.vpc.Status.PlanHash
 	a.ApprovedGeneration = s.vpc.Generation
+	a.ApprovedContentHash = ""
+	if s.vpc.Spec.ApprovedPlanHash == "" && s.vpc.Spec.ApprovedContent != nil {
+		a.ApprovedContentHash = s.vpc.Spec.ApprovedContent.Hash
+	}
 	a.CorrectionsOnly = false
 }
 
@@ -157,9 +189,24 @@ func (r *VirtPlatformConfigReconciler) decide(s *scope, reason, message string) 
 	return r.awaitApproval(s, reason, message)
 }
 
-func (s *scope) mismatchMessage() string {
-	return fmt.Sprintf("spec.approvedPlanHash %s is not status.planHash %s: the plan shown is not the one that was approved. "+
-		"Review status.items[].diff; to approve the plan shown: %s", s.vpc.Spec.ApprovedPlanHash, s.vpc.Status.PlanHash, s.approveCommand())
+// mismatch is the reason and message of a pin that names another plan, or other content,
+// than the plan shown.
+func (s *scope) mismatch() (reason, message string) {
+	spec, st := s.vpc.Spec, s.vpc.Status
+	if spec.ApprovedPlanHash == "" && spec.ApprovedContent != nil {
+		here := "none"
+		if st.Content != nil {
+			here = st.Content.Hash
+		}
+		return advisorv1alpha1.ReasonContentMismatch, fmt.Sprintf(
+			"spec.approvedContent.hash %s is not status.content.hash %s: this cluster's plan would write other content "+
+				"than the approved one, so it is not executed. What differs: %s. Review status.items[].diff; to approve "+
+				"the plan of this cluster: %s",
+			spec.ApprovedContent.Hash, here, plan.DescribeContentDiff(spec.ApprovedContent, st.Content), s.approveCommand())
+	}
+	return advisorv1alpha1.ReasonApprovalMismatch, fmt.Sprintf(
+		"spec.approvedPlanHash %s is not status.planHash %s: the plan shown is not the one that was approved. "+
+			"Review status.items[].diff; to approve the plan shown: %s", spec.ApprovedPlanHash, st.PlanHash, s.approveCommand())
 }
 
 // awaitApproval waits in ReviewRequired. The message ends with the command that approves
@@ -171,23 +218,25 @@ func (r *VirtPlatformConfigReconciler) awaitApproval(s *scope, reason, message s
 }
 
 // awaitMatchingPin waits in ReviewRequired because spec.approvedPlanHash names another
-// plan: reason ApprovalMismatch, and an Event naming both hashes.
-// why, when set, says first why the plan changed under the pin.
+// plan (reason ApprovalMismatch) or spec.approvedContent other content (ContentMismatch),
+// with an Event naming both hashes. why, when set, says first why the plan changed under
+// the pin.
 func (r *VirtPlatformConfigReconciler) awaitMatchingPin(s *scope, why string) outcome {
 	s.requireApproval()
 	s.noteMismatch()
-	msg := s.mismatchMessage()
+	reason, msg := s.mismatch()
 	if why != "" {
 		msg = why + ". " + msg
 	}
-	s.setPhase(advisorv1alpha1.PhaseReviewRequired, advisorv1alpha1.ReasonApprovalMismatch, msg)
+	s.setPhase(advisorv1alpha1.PhaseReviewRequired, reason, msg)
 	return outcome{}
 }
 
-// noteMismatch records the ApprovalMismatch Event when the pin or the plan is new in this
+// noteMismatch records the mismatch Event when the pin or the plan is new in this
 // reconcile, so a config waiting with a wrong pin does not repeat it.
 func (s *scope) noteMismatch() {
 	if s.newGeneration || s.before.Status.PlanHash != s.vpc.Status.PlanHash {
-		s.note(corev1.EventTypeWarning, advisorv1alpha1.ReasonApprovalMismatch, "%s", s.mismatchMessage())
+		reason, msg := s.mismatch()
+		s.note(corev1.EventTypeWarning, reason, "%s", msg)
 	}
 }

@@ -233,7 +233,8 @@ func (r *VirtPlatformConfigReconciler) settle(ctx context.Context, s *scope, dri
 		msg += ": " + s.requireApproval()
 		if s.approval() == mismatched {
 			s.noteMismatch()
-			s.setPhase(advisorv1alpha1.PhaseDrifted, advisorv1alpha1.ReasonApprovalMismatch, "drifted from the plan: "+strings.Join(drifted, "; ")+". "+s.mismatchMessage())
+			reason, why := s.mismatch()
+			s.setPhase(advisorv1alpha1.PhaseDrifted, reason, "drifted from the plan: "+strings.Join(drifted, "; ")+". "+why)
 			return outcome{}, nil
 		}
 		s.setPhase(advisorv1alpha1.PhaseDrifted, advisorv1alpha1.ReasonDriftDetected, msg)

@@ -92,14 +92,25 @@ func authorizeExecution(vpc *advisorv1alpha1.VirtPlatformConfig) *refusal {
 	case spec.ApprovedPlanHash != "" && spec.ApprovedPlanHash != st.PlanHash:
 		return &refusal{advisorv1alpha1.ReasonApprovalMismatch, fmt.Sprintf(
 			"spec.approvedPlanHash %s is not the plan's hash %s", spec.ApprovedPlanHash, st.PlanHash)}
+	case spec.ApprovedPlanHash == "" && spec.ApprovedContent != nil && !contentApproved(spec, st):
+		return &refusal{advisorv1alpha1.ReasonContentMismatch, fmt.Sprintf(
+			"spec.approvedContent.hash %s is not the plan's content hash, or the approval recorded another", spec.ApprovedContent.Hash)}
 	case !plan.Intact(st):
 		return &refusal{advisorv1alpha1.ReasonPlanIntegrity, "the plan in status no longer hashes to status.planHash"}
 	case a == nil || a.ApprovedPlanHash != st.PlanHash:
 		return &refusal{advisorv1alpha1.ReasonAwaitingApproval, "no approval of this plan is recorded"}
-	case !a.CorrectionsOnly && a.ApprovedGeneration < a.MinGeneration:
+	case !a.CorrectionsOnly && a.ApprovedGeneration < a.MinGeneration && a.ApprovedContentHash == "":
 		return &refusal{advisorv1alpha1.ReasonAwaitingApproval, "the approval was given before the plan was shown"}
 	}
 	return nil
+}
+
+// contentApproved tells whether spec.approvedContent approves the plan in status: it names
+// the plan's content, the plan takes no field from another manager, and the execution's
+// recorded approval is that of this content.
+func contentApproved(spec advisorv1alpha1.VirtPlatformConfigSpec, st *advisorv1alpha1.VirtPlatformConfigStatus) bool {
+	return st.Content != nil && spec.ApprovedContent.Hash == st.Content.Hash && !hasConflicts(st.Items) &&
+		st.Approval != nil && st.Approval.ApprovedContentHash == st.Content.Hash
 }
 
 // authorize checks the gate's conditions on the status and spec read by this reconcile.

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -39,6 +40,10 @@ func (r *VirtPlatformConfigReconciler) recordApprover(ctx context.Context, s *sc
 	a.Via = ""
 	if missing == "" {
 		a.Via = ann[advisorv1alpha1.ApprovedViaAnnotation]
+	}
+	if a.ApprovedContentHash != "" {
+		// The approver approved content, maybe once for a fleet, not this cluster's plan.
+		a.Via = strings.TrimPrefix(a.Via+","+advisorv1alpha1.ViaContent, ",")
 	}
 	if missing != "" || a.ApprovedBy == advisorv1alpha1.Unverified {
 		cond.Status, cond.Reason = metav1.ConditionFalse, advisorv1alpha1.ReasonPoliciesMissing

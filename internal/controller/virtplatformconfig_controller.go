@@ -387,8 +387,8 @@ func (r *VirtPlatformConfigReconciler) allConfigs(ctx context.Context, crd clien
 	return out
 }
 
-// planSpecHash hashes the spec fields a plan depends on: everything but action and
-// approvedPlanHash, with the options defaulted so spelling out a default is no change.
+// planSpecHash hashes the spec fields a plan depends on: everything but action,
+// approvedPlanHash and approvedContent, with the options defaulted so spelling out a default is no change.
 func planSpecHash(spec advisorv1alpha1.VirtPlatformConfigSpec, opts *advisorv1alpha1.ProfileOptions) string {
 	return plan.HashJSON(struct {
 		Profile              advisorv1alpha1.ProfileName     `json:"profile"`

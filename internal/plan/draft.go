@@ -61,6 +61,8 @@ type Plan struct {
 	InputsHash string
 	// FieldManager applies the plan.
 	FieldManager string
+	// Content is what the plan would write, independent of the cluster.
+	Content *advisorv1alpha1.PlanContent
 	// Notes are Events the draft asks for: refused dry-runs, conflicts, bad annotations.
 	Notes []Note
 }
@@ -124,6 +126,11 @@ func (e *Engine) Draft(ctx context.Context, req Request) (Plan, error) {
 	p.Inputs, p.InputsHash = rec.Inputs(refs)
 	p.PlanHash = PlanHash(req.Revision, p.Items)
 	p.SnapshotHash = CombinedSnapshotHash(p.Items)
+	impacts := make(map[string]advisorv1alpha1.ImpactSeverity, len(items))
+	for _, it := range items {
+		impacts[it.Name] = it.Impact
+	}
+	p.Content = ContentOf(p.Items, impacts)
 	return p, nil
 }
 

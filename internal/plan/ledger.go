@@ -7,7 +7,7 @@ import (
 )
 
 // Ledger is the plan in a config's status and its one writer: the items and every field of
-// theirs, the plan's revision and hash, its snapshot, its inputs and the forecast that is
+// theirs, the plan's revision, hash and content, its snapshot, its inputs and the forecast that is
 // part of it. The controller reads the status and asks the ledger to change the plan; it
 // never writes these fields itself, so the hash always covers what the plan shows.
 type Ledger struct {
@@ -42,6 +42,10 @@ func (l Ledger) Install(p Plan, revision int64) {
 	st.SourceSnapshotHash = p.SnapshotHash
 	st.Inputs, st.InputsHash = p.Inputs, p.InputsHash
 	st.FieldManager = p.FieldManager
+	st.Content = p.Content
+	if st.Content == nil {
+		st.Content = ContentOf(st.Items, nil)
+	}
 	st.PlanHash = statusHash(st)
 }
 
@@ -50,6 +54,7 @@ func (l Ledger) Clear() {
 	st := l.st
 	st.Items = nil
 	st.PlanHash = ""
+	st.Content = nil
 	st.SourceSnapshotHash = ""
 	st.Inputs = nil
 	st.InputsHash = ""

@@ -75,6 +75,7 @@ func (e *Engine) DraftRevert(ctx context.Context, req RevertRequest) (Plan, []ad
 		PlanHash:     PlanHash(req.Revision, items),
 		SnapshotHash: CombinedSnapshotHash(items),
 		FieldManager: manager,
+		Content:      ContentOf(items, nil),
 	}, records, nil
 }
 

@@ -12,8 +12,8 @@ import (
 )
 
 // The admission policies tell a change of what a plan is drafted from by comparing the
-// spec's fields one by one (specChanged): every field of the CRD's spec but action and
-// approvedPlanHash must be compared in every policy that does, or a change of a new field
+// spec's fields one by one (specChanged): every field of the CRD's spec but action and the
+// pins (approvedPlanHash, approvedContent) must be compared in every policy that does, or a change of a new field
 // would be neither recorded nor approved.
 func TestThePoliciesCompareEverySpecFieldThePlanIsDraftedFrom(t *testing.T) {
 	raw, err := os.ReadFile(filepath.Join("..", "..", "config", "crd", "bases", "advisor.kubevirt.io_virtplatformconfigs.yaml"))
@@ -26,7 +26,7 @@ func TestThePoliciesCompareEverySpecFieldThePlanIsDraftedFrom(t *testing.T) {
 	}
 	var fields []string
 	for name := range crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"].Properties {
-		if name != "action" && name != "approvedPlanHash" {
+		if name != "action" && name != "approvedPlanHash" && name != "approvedContent" {
 			fields = append(fields, name)
 		}
 	}

@@ -501,9 +501,14 @@ type VirtPlatformConfigStatus struct {
 	// so an approval pinned to one plan never approves a later one.
 	// +optional
 	PlanRevision int64 `json:"planRevision,omitempty"`
-	// content is what the plan would write, independent of this cluster (see PlanContent):
-	// clusters whose plans have the same content.hash can share one approval through
-	// spec.approvedContent.
+	// contentHash is the SHA-256 of what the plan would write, independent of this cluster
+	// (status.content.hash, see PlanContent): clusters whose plans have the same content
+	// hash can share one approval through spec.approvedContent, while planHash stays this
+	// cluster's own.
+	// +optional
+	ContentHash string `json:"contentHash,omitempty"`
+	// content is that content item by item: copy it into spec.approvedContent of the
+	// clusters to approve it on, so that one whose plan differs names the items that do.
 	// +optional
 	Content *PlanContent `json:"content,omitempty"`
 	// history is the last executions, newest first: one entry per execution that applied
@@ -709,7 +714,7 @@ type PoolRollout struct {
 // +kubebuilder:printcolumn:name="Items",type=string,JSONPath=`.status.itemsSummary`
 // +kubebuilder:printcolumn:name="Disruption",type=string,JSONPath=`.status.disruption`
 // +kubebuilder:printcolumn:name="Approved-By",type=string,JSONPath=`.status.approval.approvedBy`,priority=1
-// +kubebuilder:printcolumn:name="Content",type=string,JSONPath=`.status.content.hash`,priority=1
+// +kubebuilder:printcolumn:name="Content",type=string,JSONPath=`.status.contentHash`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="self.metadata.name == self.spec.profile",message="metadata.name must equal spec.profile: there is one VirtPlatformConfig per profile, named after it"
 type VirtPlatformConfig struct {

@@ -194,12 +194,12 @@ func (r *VirtPlatformConfigReconciler) decide(s *scope, reason, message string) 
 func (s *scope) mismatch() (reason, message string) {
 	spec, st := s.vpc.Spec, s.vpc.Status
 	if spec.ApprovedPlanHash == "" && spec.ApprovedContent != nil {
-		here := "none"
-		if st.Content != nil {
-			here = st.Content.Hash
+		here := st.ContentHash
+		if here == "" {
+			here = "(no plan)"
 		}
 		return advisorv1alpha1.ReasonContentMismatch, fmt.Sprintf(
-			"spec.approvedContent.hash %s is not status.content.hash %s: this cluster's plan would write other content "+
+			"spec.approvedContent.hash %s is not status.contentHash %s: this cluster's plan would write other content "+
 				"than the approved one, so it is not executed. What differs: %s. Review status.items[].diff; to approve "+
 				"the plan of this cluster: %s",
 			spec.ApprovedContent.Hash, here, plan.DescribeContentDiff(spec.ApprovedContent, st.Content), s.approveCommand())

@@ -46,6 +46,7 @@ func (l Ledger) Install(p Plan, revision int64) {
 	if st.Content == nil {
 		st.Content = ContentOf(st.Items, nil)
 	}
+	st.ContentHash = st.Content.Hash
 	st.PlanHash = statusHash(st)
 }
 
@@ -54,7 +55,7 @@ func (l Ledger) Clear() {
 	st := l.st
 	st.Items = nil
 	st.PlanHash = ""
-	st.Content = nil
+	st.Content, st.ContentHash = nil, ""
 	st.SourceSnapshotHash = ""
 	st.Inputs = nil
 	st.InputsHash = ""

@@ -22,7 +22,7 @@ type PlanContent struct {
 	// content there.
 	// +required
 	// +kubebuilder:validation:MaxLength=64
-	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-f0-9]{64}$')",message="the content hash must be the 64-character lowercase hex value of status.content.hash"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-f0-9]{64}$')",message="the content hash must be the 64-character lowercase hex value of status.contentHash"
 	Hash string `json:"hash"`
 	// items are the content of each plan item, by name.
 	// +optional

@@ -33,7 +33,7 @@ const (
 	// ReasonApprovalMismatch: spec.approvedPlanHash is not status.planHash; the plan shown
 	// is not the one that was approved.
 	ReasonApprovalMismatch = "ApprovalMismatch"
-	// ReasonContentMismatch: spec.approvedContent.hash is not status.content.hash; this
+	// ReasonContentMismatch: spec.approvedContent.hash is not status.contentHash; this
 	// cluster's plan would write other content than the approved one, and is not executed.
 	ReasonContentMismatch = "ContentMismatch"
 	// ReasonPlanStale: a target changed after the plan was reviewed; the plan was drafted

@@ -71,7 +71,7 @@ type VirtPlatformConfigSpec struct {
 	ApprovedPlanHash string `json:"approvedPlanHash,omitempty"`
 
 	// approvedContent pins the approval to a plan's content instead of one plan: with Apply,
-	// any plan whose status.content.hash equals approvedContent.hash executes, on this
+	// any plan whose status.contentHash equals approvedContent.hash executes, on this
 	// cluster or any other, through the same gate, stale-plan check, batching, gates and
 	// forecast as a local approval; a drift correction, which restores exactly that content,
 	// needs no new approval. A plan with other content waits in ReviewRequired with reason

@@ -59,15 +59,33 @@ func UpstreamCRDsIn(dir string) ([]*apiextensionsv1.CustomResourceDefinition, er
 	return crds, nil
 }
 
+// rbacKinds are the kinds of the Namespace, ServiceAccount and RBAC objects.
+var rbacKinds = []string{"Namespace", "ServiceAccount", "Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"}
+
+// policyKinds are the kinds of the admission policies and their bindings.
+var policyKinds = []string{
+	"MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding",
+	"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
+}
+
 // InstallRBAC returns the Namespace, ServiceAccount and RBAC objects of dist/install.yaml.
-func InstallRBAC() ([]byte, error) {
+func InstallRBAC() ([]byte, error) { return installDocs(rbacKinds...) }
+
+// InstallRBACAndPolicies returns what InstallRBAC returns and the admission policies of
+// dist/install.yaml with their bindings (who approved, the verb approve, four-eyes).
+func InstallRBACAndPolicies() ([]byte, error) {
+	return installDocs(append(append([]string{}, rbacKinds...), policyKinds...)...)
+}
+
+// installDocs returns the documents of dist/install.yaml of the given kinds.
+func installDocs(kinds ...string) ([]byte, error) {
 	data, err := os.ReadFile(testenv.Path("dist", "install.yaml"))
 	if err != nil {
 		return nil, err
 	}
-	rbacKinds := map[string]bool{
-		"Namespace": true, "ServiceAccount": true,
-		"Role": true, "ClusterRole": true, "RoleBinding": true, "ClusterRoleBinding": true,
+	keep := make(map[string]bool, len(kinds))
+	for _, kind := range kinds {
+		keep[kind] = true
 	}
 	var docs []string
 	for _, doc := range strings.Split(string(data), "\n---\n") {
@@ -77,12 +95,12 @@ func InstallRBAC() ([]byte, error) {
 		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
 			return nil, fmt.Errorf("dist/install.yaml: %w", err)
 		}
-		if rbacKinds[meta.Kind] {
+		if keep[meta.Kind] {
 			docs = append(docs, doc)
 		}
 	}
 	if len(docs) == 0 {
-		return nil, errors.New("dist/install.yaml holds no RBAC")
+		return nil, fmt.Errorf("dist/install.yaml holds none of %s", strings.Join(kinds, ", "))
 	}
 	return []byte(strings.Join(docs, "\n---\n")), nil
 }

@@ -32,7 +32,8 @@
 // VirtualMachineInstance, VirtualMachineInstanceMigration and KubeVirt (test/crds/kubevirt).
 // The operator is the manager
 // binary (MANAGER_BINARY), running as its ServiceAccount with exactly the RBAC of
-// dist/install.yaml; the control plane runs no pods, so there is no Deployment.
+// dist/install.yaml; the control plane runs no pods, so there is no Deployment. The
+// admission policies and bindings of dist/install.yaml are installed too, as in a cluster.
 //
 // The command blocks of the repository's README.md run the same way (TestReadme), on a
 // control plane of their own, set up as `make demo` sets up its own: the samples' mock
@@ -282,9 +283,10 @@ func startControlPlane(t *testing.T, managerBin string) *controlPlane {
 
 	// The operator runs on the credentials it has in a cluster: a token of its
 	// ServiceAccount, bound by exactly the RBAC of dist/install.yaml (which also creates its
-	// namespace).
+	// namespace). The admission policies of dist/install.yaml record who requested and who
+	// approved each plan, and enforce the verb approve and four-eyes.
 	rbac := filepath.Join(work, "install-rbac.yaml")
-	installRBAC, err := cluster.InstallRBAC()
+	installRBAC, err := cluster.InstallRBACAndPolicies()
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
@@ -292,7 +294,7 @@ func startControlPlane(t *testing.T, managerBin string) *controlPlane {
 		t.Fatalf("%v", err)
 	}
 	if out, err := cp.run(context.Background(), "kubectl", "apply", "--server-side", "-f", rbac); err != nil {
-		t.Fatalf("apply the RBAC of dist/install.yaml: %v\n%s", err, out)
+		t.Fatalf("apply the RBAC and admission policies of dist/install.yaml: %v\n%s", err, out)
 	}
 	manager, err := cluster.StartManager(context.Background(), env.Config, managerBin, work)
 	if err != nil {

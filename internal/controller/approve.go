@@ -88,7 +88,7 @@ func (s *scope) approval() approvalState {
 		switch {
 		case st.Content == nil || spec.ApprovedContent.Hash != st.Content.Hash:
 			return mismatched
-		case hasConflicts(st.Items):
+		case contentConflicts(st.Items):
 			// A field another manager owns is this cluster's live state, not the content:
 			// taking it needs a local approval given after the conflict was shown.
 			return notApproved
@@ -115,10 +115,17 @@ func (s *scope) approveCommand() string {
 		s.vpc.Name, s.vpc.Status.PlanHash, dropContent)
 }
 
-// hasConflicts tells whether an item that writes sets a field another manager owns.
-func hasConflicts(items []advisorv1alpha1.PlanItem) bool {
+// contentConflicts tells whether the plan takes a field from another manager in a way an
+// approval of content does not cover: a field another profile of this operator owns (the
+// two would fight over it), or one any other manager owns where the item proposes
+// something new on this cluster. Restoring what an approved execution applied (a drift
+// correction) takes back the drifted fields: that is the approved content.
+func contentConflicts(items []advisorv1alpha1.PlanItem) bool {
+	if len(plan.ConflictOwners(items, true)) > 0 {
+		return true
+	}
 	for _, it := range items {
-		if len(it.Conflicts) > 0 && it.State != advisorv1alpha1.ItemSkipped {
+		if len(it.Conflicts) > 0 && it.State == advisorv1alpha1.ItemPending && !plan.IsCorrection(it) {
 			return true
 		}
 	}

@@ -109,7 +109,7 @@ func authorizeExecution(vpc *advisorv1alpha1.VirtPlatformConfig) *refusal {
 // the plan's content, the plan takes no field from another manager, and the execution's
 // recorded approval is that of this content.
 func contentApproved(spec advisorv1alpha1.VirtPlatformConfigSpec, st *advisorv1alpha1.VirtPlatformConfigStatus) bool {
-	return st.Content != nil && spec.ApprovedContent.Hash == st.Content.Hash && !hasConflicts(st.Items) &&
+	return st.Content != nil && spec.ApprovedContent.Hash == st.Content.Hash && !contentConflicts(st.Items) &&
 		st.Approval != nil && st.Approval.ApprovedContentHash == st.Content.Hash
 }
 

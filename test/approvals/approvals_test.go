@@ -1,6 +1,7 @@
 package approvals
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"strings"
@@ -62,7 +63,7 @@ spec:
 		out, err := as(editor, "patch", "vpc", configName, "--type=merge", "-p", `{"spec":{"action":"Apply"}}`)
 		Expect(err).To(HaveOccurred())
 		Expect(out).To(ContainSubstring("approving VirtPlatformConfig " + configName +
-			" (spec.action Apply, a new spec.approvedPlanHash, or a spec change while the action is Apply) needs the verb approve on virtplatformconfigs.advisor.kubevirt.io"))
+			" (spec.action Apply, a new spec.approvedPlanHash or spec.approvedContent, or a spec change while the action is Apply) needs the verb approve on virtplatformconfigs.advisor.kubevirt.io"))
 		Expect(out).To(ContainSubstring("the ClusterRole " + approverRole + " grants it"))
 		Expect(getConfig().Spec.Action).To(Equal(advisorv1alpha1.ActionDryRun))
 	})
@@ -161,6 +162,72 @@ spec:
 		Expect(getConfig().Annotations).To(HaveKeyWithValue(advisorv1alpha1.ApprovedViaAnnotation, advisorv1alpha1.ApprovedViaGitOps))
 	})
 
+	It("approves a plan's content: corrections of it need no new approval, other content waits and names what differs", func() {
+		vpc := getConfig()
+		approved := vpc.Status.Content
+		Expect(approved).NotTo(BeNil())
+		Expect(vpc.Status.ContentHash).To(Equal(approved.Hash))
+		pin, err := json.Marshal(approved)
+		Expect(err).NotTo(HaveOccurred())
+
+		By("the CRD refuses both pins at once")
+		out, err := as(approver2, "patch", "vpc", configName, "--type=merge", "-p",
+			`{"spec":{"action":"Apply","approvedPlanHash":"`+vpc.Status.PlanHash+`","approvedContent":`+string(pin)+`}}`)
+		Expect(err).To(HaveOccurred())
+		Expect(out).To(ContainSubstring("set spec.approvedPlanHash (this plan on this cluster) or spec.approvedContent (any plan with this content), not both"))
+
+		By("an approver pins the content of the completed plan")
+		out, err = as(approver2, "patch", "vpc", configName, "--type=merge", "-p",
+			`{"spec":{"action":"Apply","approvedContent":`+string(pin)+`}}`)
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(getConfig().Annotations).To(HaveKeyWithValue(advisorv1alpha1.ApprovedByAnnotation, approver2))
+		waitPhase(advisorv1alpha1.PhaseCompleted)
+
+		By("a drift correction restores exactly that content, without a new approval")
+		kubectl("patch", "kubedescheduler", "cluster", "-n", "openshift-kube-descheduler-operator", "--type=merge",
+			"-p", `{"spec":{"evictionLimits":{"total":3}}}`)
+		Eventually(func() string {
+			return kubectl("get", "kubedescheduler", "cluster", "-n", "openshift-kube-descheduler-operator",
+				"-o", "jsonpath={.spec.evictionLimits.total}")
+		}).Should(Equal("8"))
+		a := waitPhase(advisorv1alpha1.PhaseCompleted).Status.Approval
+		Expect(a.ApprovedContentHash).To(Equal(approved.Hash))
+		Expect(a.ApprovedBy).To(Equal(approver2))
+		Expect(a.Via).To(Equal(advisorv1alpha1.ViaContent))
+		Expect(a.OperatorDrafted).To(BeTrue(), "the correction was drafted by the operator")
+		Eventually(eventNotes).Should(ContainElement(ContainSubstring("approved by " + approver2 + " (via content)")))
+
+		By("a plan with other content waits with ContentMismatch, naming the item that differs")
+		out, err = as(gitOps, "patch", "vpc", configName, "--type=merge", "-p",
+			`{"spec":{"options":{"loadAware":{"enablePSIMetrics":false,"evictionLimitTotal":10}}}}`)
+		Expect(err).NotTo(HaveOccurred(), out)
+		vpc = waitPhase(advisorv1alpha1.PhaseReviewRequired)
+		Expect(vpc.Status.ContentHash).NotTo(Equal(approved.Hash))
+		c := meta.FindStatusCondition(vpc.Status.Conditions, advisorv1alpha1.ConditionReviewRequired)
+		Expect(c).NotTo(BeNil())
+		Expect(c.Reason).To(Equal(advisorv1alpha1.ReasonContentMismatch))
+		Expect(c.Message).To(ContainSubstring("spec.approvedContent.hash " + approved.Hash + " is not status.contentHash " + vpc.Status.ContentHash))
+		Expect(c.Message).To(ContainSubstring("item enable-load-aware-descheduling writes another desired state or target here"))
+		Expect(c.Message).To(ContainSubstring(`"approvedContent":null`))
+		Expect(kubectl("get", "kubedescheduler", "cluster", "-n", "openshift-kube-descheduler-operator",
+			"-o", "jsonpath={.spec.evictionLimits.total}")).To(Equal("8"))
+		Eventually(eventNotes).Should(ContainElement(ContainSubstring("this cluster's plan would write other content than the approved one")))
+
+		By("approving the new content executes it")
+		pin, err = json.Marshal(vpc.Status.Content)
+		Expect(err).NotTo(HaveOccurred())
+		out, err = as(approver2, "patch", "vpc", configName, "--type=merge", "-p", `{"spec":{"approvedContent":`+string(pin)+`}}`)
+		Expect(err).NotTo(HaveOccurred(), out)
+		a = waitPhase(advisorv1alpha1.PhaseCompleted).Status.Approval
+		Expect(a.ApprovedContentHash).To(Equal(vpc.Status.ContentHash))
+		Expect(a.Via).To(Equal(advisorv1alpha1.ViaContent))
+		Expect(kubectl("get", "kubedescheduler", "cluster", "-n", "openshift-kube-descheduler-operator",
+			"-o", "jsonpath={.spec.evictionLimits.total}")).To(Equal("10"))
+
+		out, err = as(approver2, "patch", "vpc", configName, "--type=merge", "-p", `{"spec":{"action":"DryRun","approvedContent":null}}`)
+		Expect(err).NotTo(HaveOccurred(), out)
+	})
+
 	It("with the policies turned off, still executes approvals, shown unverified with the condition", func() {
 		kubectl("delete", "mutatingadmissionpolicybindings", "virt-advisor-operator-approval-identity", "virt-advisor-operator-approval-via-gitops")
 		By("without the mutating binding, the validating policy refuses a forged annotation")
@@ -168,7 +235,7 @@ spec:
 			out, _ := as(editor, "annotate", "vpc", configName, "--overwrite", advisorv1alpha1.ApprovedByAnnotation+"=mallory")
 			return out
 		}).Should(ContainSubstring("are recorded by the API server from who made each change; they cannot be set or changed by hand"))
-		Expect(getConfig().Annotations).To(HaveKeyWithValue(advisorv1alpha1.ApprovedByAnnotation, gitOps))
+		Expect(getConfig().Annotations).To(HaveKeyWithValue(advisorv1alpha1.ApprovedByAnnotation, approver2))
 
 		kubectl("delete", "validatingadmissionpolicybindings", "virt-advisor-operator-approval-identity",
 			"virt-advisor-operator-approve-verb", "virt-advisor-operator-four-eyes")

@@ -92,14 +92,33 @@ func (s *scope) approval() approvalState {
 			// A field another manager owns is this cluster's live state, not the content:
 			// taking it needs a local approval given after the conflict was shown.
 			return notApproved
+		case !contentCovers(s.approvalStatus()):
+			return s.approvedByGeneration()
 		}
 		// The content was approved, for this cluster or a fleet: whatever plan revision
-		// carries it, and whoever drafted it (a drift correction restores exactly it).
+		// carries it, and whoever drafted it (a target changed since review, an input
+		// change that renders the same content).
 		return approved
-	case s.vpc.Generation >= s.approvalStatus().MinGeneration:
+	}
+	return s.approvedByGeneration()
+}
+
+// approvedByGeneration approves the plan in status when the spec's generation is one that
+// may approve it (rule 13): a plan the operator drafted on its own needs a spec change made
+// after it was shown.
+func (s *scope) approvedByGeneration() approvalState {
+	if s.vpc.Generation >= s.approvalStatus().MinGeneration {
 		return approved
 	}
 	return notApproved
+}
+
+// contentCovers tells whether an approval of content covers the plan the operator drafted:
+// not the retry of a failed item (approving content again would retry it for ever) nor a
+// drift correction, which fights whoever changed the target; bypassOptimisticLock corrects
+// drift, throttled, and the content approval covers those corrections.
+func contentCovers(a *advisorv1alpha1.ApprovalStatus) bool {
+	return !a.OperatorDrafted || (a.Cause != advisorv1alpha1.ReasonItemFailed && a.Cause != advisorv1alpha1.ReasonDriftDetected)
 }
 
 // approveCommand is the exact command that approves the plan in status: it pins the

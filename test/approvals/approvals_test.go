@@ -162,7 +162,7 @@ spec:
 		Expect(getConfig().Annotations).To(HaveKeyWithValue(advisorv1alpha1.ApprovedViaAnnotation, advisorv1alpha1.ApprovedViaGitOps))
 	})
 
-	It("approves a plan's content: corrections of it need no new approval, other content waits and names what differs", func() {
+	It("approves a plan's content: aggressive corrections of it need no new approval, other content waits and names what differs", func() {
 		vpc := getConfig()
 		approved := vpc.Status.Content
 		Expect(approved).NotTo(BeNil())
@@ -176,30 +176,30 @@ spec:
 		Expect(err).To(HaveOccurred())
 		Expect(out).To(ContainSubstring("set spec.approvedPlanHash (this plan on this cluster) or spec.approvedContent (any plan with this content), not both"))
 
-		By("an approver pins the content of the completed plan")
-		out, err = as(approver2, "patch", "vpc", configName, "--type=merge", "-p",
-			`{"spec":{"action":"Apply","approvedContent":`+string(pin)+`}}`)
+		By("the GitOps account pins the content of the completed plan, with aggressive mode")
+		out, err = as(gitOps, "patch", "vpc", configName, "--type=merge", "-p",
+			`{"spec":{"action":"Apply","bypassOptimisticLock":true,"approvedContent":`+string(pin)+`}}`)
 		Expect(err).NotTo(HaveOccurred(), out)
-		Expect(getConfig().Annotations).To(HaveKeyWithValue(advisorv1alpha1.ApprovedByAnnotation, approver2))
-		waitPhase(advisorv1alpha1.PhaseCompleted)
+		vpc = waitPhase(advisorv1alpha1.PhaseCompleted)
+		Expect(vpc.Annotations).To(HaveKeyWithValue(advisorv1alpha1.ApprovedByAnnotation, gitOps))
+		Expect(vpc.Status.ContentHash).To(Equal(approved.Hash), "aggressive mode changes no content")
 
-		By("a drift correction restores exactly that content, without a new approval")
+		By("an aggressive correction restores exactly that content: a new plan revision, and no new approval")
 		kubectl("patch", "kubedescheduler", "cluster", "-n", "openshift-kube-descheduler-operator", "--type=merge",
 			"-p", `{"spec":{"evictionLimits":{"total":3}}}`)
 		Eventually(func() string {
 			return kubectl("get", "kubedescheduler", "cluster", "-n", "openshift-kube-descheduler-operator",
 				"-o", "jsonpath={.spec.evictionLimits.total}")
 		}).Should(Equal("8"))
-		a := waitPhase(advisorv1alpha1.PhaseCompleted).Status.Approval
+		after := waitPhase(advisorv1alpha1.PhaseCompleted)
+		Expect(after.Status.PlanRevision).To(BeNumerically(">", vpc.Status.PlanRevision))
+		a := after.Status.Approval
+		Expect(a.CorrectionsOnly).To(BeTrue())
 		Expect(a.ApprovedContentHash).To(Equal(approved.Hash))
-		Expect(a.ApprovedBy).To(Equal(approver2))
-		Expect(a.Via).To(Equal(advisorv1alpha1.ViaContent))
-		Expect(a.OperatorDrafted).To(BeTrue(), "the correction was drafted by the operator")
-		Eventually(eventNotes).Should(ContainElement(ContainSubstring("approved by " + approver2 + " (via content)")))
 
 		By("a plan with other content waits with ContentMismatch, naming the item that differs")
 		out, err = as(gitOps, "patch", "vpc", configName, "--type=merge", "-p",
-			`{"spec":{"options":{"loadAware":{"enablePSIMetrics":false,"evictionLimitTotal":10}}}}`)
+			`{"spec":{"bypassOptimisticLock":false,"options":{"loadAware":{"enablePSIMetrics":false,"evictionLimitTotal":10}}}}`)
 		Expect(err).NotTo(HaveOccurred(), out)
 		vpc = waitPhase(advisorv1alpha1.PhaseReviewRequired)
 		Expect(vpc.Status.ContentHash).NotTo(Equal(approved.Hash))
@@ -213,16 +213,31 @@ spec:
 			"-o", "jsonpath={.spec.evictionLimits.total}")).To(Equal("8"))
 		Eventually(eventNotes).Should(ContainElement(ContainSubstring("this cluster's plan would write other content than the approved one")))
 
-		By("approving the new content executes it")
+		By("approving the new content executes it, recorded as an approval of content")
 		pin, err = json.Marshal(vpc.Status.Content)
 		Expect(err).NotTo(HaveOccurred())
 		out, err = as(approver2, "patch", "vpc", configName, "--type=merge", "-p", `{"spec":{"approvedContent":`+string(pin)+`}}`)
 		Expect(err).NotTo(HaveOccurred(), out)
 		a = waitPhase(advisorv1alpha1.PhaseCompleted).Status.Approval
 		Expect(a.ApprovedContentHash).To(Equal(vpc.Status.ContentHash))
+		Expect(a.ApprovedBy).To(Equal(approver2))
 		Expect(a.Via).To(Equal(advisorv1alpha1.ViaContent))
+		Eventually(eventNotes).Should(ContainElement(ContainSubstring("approved by " + approver2 + " (via content)")))
 		Expect(kubectl("get", "kubedescheduler", "cluster", "-n", "openshift-kube-descheduler-operator",
 			"-o", "jsonpath={.spec.evictionLimits.total}")).To(Equal("10"))
+
+		By("without aggressive mode, drift of the approved content waits for an approval of the correction")
+		kubectl("patch", "kubedescheduler", "cluster", "-n", "openshift-kube-descheduler-operator", "--type=merge",
+			"-p", `{"spec":{"evictionLimits":{"total":4}}}`)
+		vpc = waitPhase(advisorv1alpha1.PhaseDrifted)
+		c = meta.FindStatusCondition(vpc.Status.Conditions, advisorv1alpha1.ConditionDrifted)
+		Expect(c).NotTo(BeNil())
+		Expect(c.Reason).To(Equal(advisorv1alpha1.ReasonDriftDetected))
+		Expect(kubectl("get", "kubedescheduler", "cluster", "-n", "openshift-kube-descheduler-operator",
+			"-o", "jsonpath={.spec.evictionLimits.total}")).To(Equal("4"))
+		kubectl("patch", "kubedescheduler", "cluster", "-n", "openshift-kube-descheduler-operator", "--type=merge",
+			"-p", `{"spec":{"evictionLimits":{"total":10}}}`)
+		waitPhase(advisorv1alpha1.PhaseCompleted)
 
 		out, err = as(approver2, "patch", "vpc", configName, "--type=merge", "-p", `{"spec":{"action":"DryRun","approvedContent":null}}`)
 		Expect(err).NotTo(HaveOccurred(), out)

@@ -3,8 +3,9 @@
 // see test/crds/fleet/SOURCES.md): every document must be accepted by a real kube-apiserver
 // in a server-side dry run, schema and CEL rules included, and so must every
 // VirtPlatformConfig and ConfigurationPolicy a sample carries inside another object, which
-// the engine writes on a managed cluster later. Negative specs show that the checks refuse
-// what the CRDs refuse.
+// the engine writes on a managed cluster later. The CEL condition rules of the
+// ManifestWorkReplicaSet sample are type-checked against the VirtPlatformConfig schema the API
+// server publishes. Negative specs show that the checks refuse what the CRDs refuse.
 //
 // The engines' controllers (OCM's placement and work controllers, the governance policy
 // propagator and config policy controller, Argo CD's ApplicationSet controller) do not run
@@ -22,6 +23,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/kubevirt/virt-advisor-operator/internal/testenv"
@@ -29,6 +31,7 @@ import (
 
 var (
 	env        *envtest.Environment
+	cfg        *rest.Config
 	kubeconfig string
 )
 
@@ -44,7 +47,7 @@ var _ = BeforeSuite(func() {
 	// The ApplicationSet CRD is 1.3 MB: on a busy machine the API server takes longer than
 	// envtest's default 10 s to serve it.
 	env.CRDInstallOptions.MaxTime = 2 * time.Minute
-	_, err = env.Start()
+	cfg, err = env.Start()
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(env.Stop)
 

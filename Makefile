@@ -73,9 +73,19 @@ test-suites: envtest helm build build-installer chromium ## Run three lanes side
 	if [ $$rest -ne 0 ]; then echo "test-install or test-guide failed (exit $$rest)"; fi; \
 	[ $$e2e_rc -eq 0 ] && [ $$console_rc -eq 0 ] && [ $$rest -eq 0 ]
 
+# The controller suite mostly waits for its control plane: Ginkgo runs its specs in two
+# processes, each with a control plane of its own, beside the other packages.
 .PHONY: test-unit
-test-unit: envtest ## Run the unit and envtest suites (real kube-apiserver + etcd).
-	KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test $$(go list ./... | grep -v -e /test/e2e -e /test/install -e /test/faults -e /test/guide -e /test/console) -count=1 -timeout 20m
+test-unit: envtest ginkgo ## Run the unit and envtest suites (real kube-apiserver + etcd); the controller suite in two processes.
+	@mkdir -p bin/suite-logs; \
+	( KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" "$(GINKGO)" -p --procs=2 --timeout=20m ./internal/controller ) \
+		> bin/suite-logs/controller.log 2>&1 & ctrl=$$!; \
+	rest=0; KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test $$(go list ./... | grep -v -e /test/e2e -e /test/install \
+		-e /test/faults -e /test/guide -e /test/console -e '/internal/controller$$') -count=1 -timeout 20m || rest=$$?; \
+	ctrl_rc=0; wait $$ctrl || ctrl_rc=$$?; \
+	echo "=== internal/controller (ran beside the other packages) ==="; cat bin/suite-logs/controller.log; \
+	if [ $$ctrl_rc -ne 0 ]; then echo "the controller suite failed (exit $$ctrl_rc)"; fi; \
+	[ $$ctrl_rc -eq 0 ] && [ $$rest -eq 0 ]
 
 .PHONY: test-e2e
 test-e2e: envtest build build-installer ## Run the end-to-end test: the manager binary against a local control plane, driven by kubectl.
@@ -352,6 +362,17 @@ KUBECTL := $(ENVTEST_ASSETS)/kubectl
 .PHONY: envtest
 envtest: | $(LOCALBIN) ## Build kube-apiserver, etcd and kubectl for envtest and print their directory (KUBEBUILDER_ASSETS).
 	@hack/build-envtest-binaries.sh
+
+# The Ginkgo CLI, built from the Ginkgo module go.mod requires (the suites' own version), to
+# run a suite's specs in parallel processes.
+GINKGO_VERSION := $(shell awk '$$1 == "github.com/onsi/ginkgo/v2" {print $$2}' go.mod)
+GINKGO ?= $(LOCALBIN)/ginkgo-$(GINKGO_VERSION)
+
+.PHONY: ginkgo
+ginkgo: $(GINKGO) ## Build the Ginkgo CLI into bin/.
+$(GINKGO): | $(LOCALBIN)
+	go build -o "$(GINKGO).tmp" github.com/onsi/ginkgo/v2/ginkgo
+	mv "$(GINKGO).tmp" "$(GINKGO)"
 
 # golangci-lint, built from its pinned Go module.
 GOLANGCI_LINT_VERSION ?= v2.15.0

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
@@ -56,6 +57,9 @@ func ClusterCRDs() []string {
 // Scheme is the operator's scheme.
 func Scheme() *k8sruntime.Scheme { return controller.NewScheme() }
 
+// startTimeout bounds the start of etcd and of kube-apiserver.
+const startTimeout = 2 * time.Minute
+
 // New returns an envtest environment that installs the CRDs of the given directories.
 // It fails when KUBEBUILDER_ASSETS is not set: `make test` or `make envtest` sets it up.
 func New(crdDirs ...string) (*envtest.Environment, error) {
@@ -79,6 +83,9 @@ func NewWithAssets(assets string, crdDirs ...string) (*envtest.Environment, erro
 		CRDDirectoryPaths:     crdDirs,
 		ErrorIfCRDPathMissing: true,
 		Scheme:                Scheme(),
+		// Suites start their control planes side by side on machines that may be busy:
+		// envtest's 20 seconds are not enough for a kube-apiserver there.
+		ControlPlaneStartTimeout: startTimeout,
 	}, nil
 }
 

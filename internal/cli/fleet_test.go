@@ -164,7 +164,7 @@ func TestRolloutRefusesBeforeApprovingAnything(t *testing.T) {
 		"a canary with other content": {fleetOfFour(), contentA, []string{"east"}, "canary east cannot be approved"},
 		"an unknown canary":           {fleetOfFour(), contentA, []string{"mars"}, "not a context"},
 		"no canary":                   {fleetOfFour(), contentA, nil, "--canary is required"},
-		"an unknown content":          {fleetOfFour(), "cccc", []string{"west"}, "no cluster of the fleet has a plan with content cccc"},
+		"an unknown content":          {fleetOfFour(), "eeee", []string{"west"}, "no cluster of the fleet has a plan with content eeee"},
 		"an unreadable cluster":       {unreadable, contentA, []string{"west"}, "lost: connection refused"},
 	} {
 		if _, err := planRollout(tc.configs, tc.content, tc.canaries, 1); err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -174,7 +174,7 @@ func judge(vpc *advisorv1alpha1.VirtPlatformConfig, generation int64) (clusterHe
 			vpc.Generation, generation, state)
 	}
 	if vpc.Status.ObservedGeneration < generation {
-		return working, state
+		return working, "approved; the operator has not acted on the approval yet"
 	}
 	switch phase {
 	case advisorv1alpha1.PhaseCompleted, advisorv1alpha1.PhaseCompletedWithUpgrade:

@@ -162,9 +162,12 @@ func differingItems(contents map[string]*advisorv1alpha1.PlanContent) []string {
 	return out
 }
 
-// groupItems are the items names, as content c has them.
+// groupItems are the items named names, as content c has them.
 func groupItems(c *advisorv1alpha1.PlanContent, names []string) []FleetItem {
-	var out []FleetItem
+	if len(names) == 0 {
+		return nil
+	}
+	out := make([]FleetItem, 0, len(names))
 	for _, name := range names {
 		item := FleetItem{Name: name, Absent: true}
 		if c != nil {

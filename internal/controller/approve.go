@@ -92,6 +92,8 @@ func (s *scope) approval() approvalState {
 			// A field another manager owns is this cluster's live state, not the content:
 			// taking it needs a local approval given after the conflict was shown.
 			return notApproved
+		case awaitsRetryApproval(s.approvalStatus(), s.vpc.Generation):
+			return notApproved
 		}
 		// The content was approved, for this cluster or a fleet: whatever plan revision
 		// carries it, and whoever drafted it (a drift correction restores exactly it).
@@ -100,6 +102,13 @@ func (s *scope) approval() approvalState {
 		return approved
 	}
 	return notApproved
+}
+
+// awaitsRetryApproval tells whether the plan is the retry of a failed execution that no
+// spec change made since the failure approves: the retry is a plan of its own (failItem),
+// and the content pin that approved the run that failed does not run it again.
+func awaitsRetryApproval(a *advisorv1alpha1.ApprovalStatus, generation int64) bool {
+	return a != nil && a.OperatorDrafted && a.Cause == advisorv1alpha1.ReasonItemFailed && generation < a.MinGeneration
 }
 
 // approveCommand is the exact command that approves the plan in status: it pins the

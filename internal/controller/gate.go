@@ -99,7 +99,8 @@ func authorizeExecution(vpc *advisorv1alpha1.VirtPlatformConfig) *refusal {
 		return &refusal{advisorv1alpha1.ReasonPlanIntegrity, "the plan in status no longer hashes to status.planHash"}
 	case a == nil || a.ApprovedPlanHash != st.PlanHash:
 		return &refusal{advisorv1alpha1.ReasonAwaitingApproval, "no approval of this plan is recorded"}
-	case !a.CorrectionsOnly && a.ApprovedGeneration < a.MinGeneration && a.ApprovedContentHash == "":
+	case !a.CorrectionsOnly && a.ApprovedGeneration < a.MinGeneration &&
+		(a.ApprovedContentHash == "" || awaitsRetryApproval(a, a.ApprovedGeneration)):
 		return &refusal{advisorv1alpha1.ReasonAwaitingApproval, "the approval was given before the plan was shown"}
 	}
 	return nil

@@ -287,6 +287,10 @@ func TestFleet(t *testing.T) {
 		// new approval, once the cause is fixed.
 		f.g.Consistently(func() string { return f.get("west", "{.status.phase}") }).WithTimeout(5 * time.Second).
 			Should(Equal("Failed"))
+		// Nor when something wakes the operator up for this config.
+		f.k.on("west", "annotate", config, "fleet-test/poke=1")
+		f.g.Consistently(func() string { return f.get("west", "{.status.phase}") }).WithTimeout(5 * time.Second).
+			Should(Equal("Failed"))
 	})
 	if !ok {
 		t.Log("the steps after the first failed one were not run: each starts from the state the earlier ones leave")

@@ -51,25 +51,25 @@ verify: manifests generate build-installer ## Fail if generated files (CRD, RBAC
 		if [ -n "$$long" ]; then echo "production files over 450 lines (split them along what the code is about):"; echo "$$long"; exit 1; fi
 
 .PHONY: test
-test: verify vet lint test-alerts envtest test-unit test-suites demo-check ## Run everything CI runs: verify, vet, lint, alert rules, unit + envtest suites, e2e, the console plugin (Jest, tsc, Chromium), install, the fault tests, the user guide, and the demo.
+test: verify vet lint test-alerts envtest test-unit test-suites demo-check ## Run everything CI runs: verify, vet, lint, alert rules, unit + envtest suites, e2e, the console plugin (Jest, tsc, Chromium), install, the fault tests, the fleet test, the user guide, and the demo.
 
 # The suites that run the manager binary mostly wait for it and for the pool simulator: they
 # run in three lanes side by side, each on control planes of its own: e2e in one, the console
-# plugin's tests (npm ci when needed, Jest, tsc, the build, the browser test) in another,
-# install, faults and the guide one after the other in the third. The output of the first
-# two follows the third's.
+# plugin's tests (npm ci when needed, Jest, tsc, the build, the browser test), then the fault
+# suite, then the fleet suite in another, install, then the guide in the third. The output
+# of the first two follows the third's.
 .PHONY: test-suites
-test-suites: envtest helm build build-installer chromium ## Run three lanes side by side: the e2e suite; the console plugin's tests, then the fault suite; the install suite, then the guide.
+test-suites: envtest helm build build-installer chromium ## Run three lanes side by side: the e2e suite; the console plugin's tests, then the fault suite, then the fleet suite; the install suite, then the guide.
 	@mkdir -p bin/suite-logs; \
 	( $(E2E_TEST) ) > bin/suite-logs/e2e.log 2>&1 & e2e=$$!; \
-	( $(MAKE) --no-print-directory console-deps && $(CONSOLE_TEST) && $(FAULTS_TEST) ) > bin/suite-logs/console.log 2>&1 & console=$$!; \
+	( $(MAKE) --no-print-directory console-deps && $(CONSOLE_TEST) && $(FAULTS_TEST) && $(FLEET_TEST) ) > bin/suite-logs/console.log 2>&1 & console=$$!; \
 	rest=0; ( $(INSTALL_TEST) ) && ( $(GUIDE_TEST) ) || rest=$$?; \
 	e2e_rc=0; wait $$e2e || e2e_rc=$$?; \
 	console_rc=0; wait $$console || console_rc=$$?; \
 	echo "=== test-e2e (ran beside the other suites) ==="; cat bin/suite-logs/e2e.log; \
-	echo "=== test-console, then test-faults (ran beside the other suites) ==="; cat bin/suite-logs/console.log; \
+	echo "=== test-console, then test-faults, then test-fleet (ran beside the other suites) ==="; cat bin/suite-logs/console.log; \
 	if [ $$e2e_rc -ne 0 ]; then echo "test-e2e failed (exit $$e2e_rc)"; fi; \
-	if [ $$console_rc -ne 0 ]; then echo "test-console or test-faults failed (exit $$console_rc)"; fi; \
+	if [ $$console_rc -ne 0 ]; then echo "test-console, test-faults or test-fleet failed (exit $$console_rc)"; fi; \
 	if [ $$rest -ne 0 ]; then echo "test-install or test-guide failed (exit $$rest)"; fi; \
 	[ $$e2e_rc -eq 0 ] && [ $$console_rc -eq 0 ] && [ $$rest -eq 0 ]
 
@@ -81,7 +81,7 @@ test-unit: envtest ginkgo ## Run the unit and envtest suites (real kube-apiserve
 	( KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" "$(GINKGO)" -p --procs=2 --timeout=20m ./internal/controller ) \
 		> bin/suite-logs/controller.log 2>&1 & ctrl=$$!; \
 	rest=0; KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" go test $$(go list ./... | grep -v -e /test/e2e -e /test/install \
-		-e /test/faults -e /test/guide -e /test/console -e '/internal/controller$$') -count=1 -timeout 20m || rest=$$?; \
+		-e /test/faults -e /test/guide -e /test/console -e /test/fleet -e '/internal/controller$$') -count=1 -timeout 20m || rest=$$?; \
 	ctrl_rc=0; wait $$ctrl || ctrl_rc=$$?; \
 	echo "=== internal/controller (ran beside the other packages) ==="; cat bin/suite-logs/controller.log; \
 	if [ $$ctrl_rc -ne 0 ]; then echo "the controller suite failed (exit $$ctrl_rc)"; fi; \
@@ -104,6 +104,12 @@ test-faults: envtest build ## Run the fault tests: the manager binary killed, th
 	$(FAULTS_TEST)
 FAULTS_TEST = KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" MANAGER_BINARY="$(CURDIR)/bin/manager" \
 	go test ./test/faults/ -count=1 -timeout 10m -v -ginkgo.v
+
+.PHONY: test-fleet
+test-fleet: envtest build ## Run the fleet test: three control planes, each with its own manager, in one kubeconfig; a content approval and the plugin's fleet commands across them.
+	$(FLEET_TEST)
+FLEET_TEST = KUBEBUILDER_ASSETS="$(ENVTEST_ASSETS)" MANAGER_BINARY="$(CURDIR)/bin/manager" PLUGIN_BINARY="$(CURDIR)/bin/kubectl-virt_advisor" \
+	go test ./test/fleet/ -count=1 -timeout 10m -v
 
 .PHONY: test-install
 test-install: envtest helm build-installer build ## Install the chart and dist/install.yaml on a local control plane with the real helm and kubectl; scrape the metrics with tokens.

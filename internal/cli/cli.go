@@ -79,6 +79,9 @@ type Options struct {
 	ConfigFlags *genericclioptions.ConfigFlags
 	// NewClient returns the client the commands use (a real one from ConfigFlags unless set).
 	NewClient func() (client.Client, error)
+	// NewContextClient returns the client of one kubeconfig context for the fleet commands
+	// (a real one from the kubeconfig unless set).
+	NewContextClient func(context string) (client.Client, error)
 	// Now is the clock (time.Now unless set).
 	Now func() time.Time
 	// PollInterval is how often `wait` reads the config.
@@ -168,6 +171,7 @@ To undo what a profile's executions changed, review and approve its revert plan:
 			"Pause a profile: no plan, no writes to its targets, no drift handling"),
 		newWaitCommand(o),
 		newRevertCommand(o),
+		newFleetCommand(o),
 		&cobra.Command{
 			Use:   "version",
 			Short: "Print the plugin's version",

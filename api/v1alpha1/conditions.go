@@ -49,6 +49,47 @@ var allConditionTypes = []string{
 	ConditionUpgradeAvailable,
 	ConditionReverted,
 	ConditionReady,
+	ConditionReconciling,
+	ConditionStalled,
+}
+
+// Progress is what a config's phase means to a reader that only knows the kstatus
+// conventions (Flux, kpt, cli-utils): the operator moves it on by itself
+// (Reconciling=True), it waits for someone (Stalled=True), or neither (it is where its
+// spec asks, or the user set it aside).
+type Progress int
+
+// The kinds of progress a phase makes.
+const (
+	// ProgressSettled: neither Reconciling nor Stalled is True.
+	ProgressSettled Progress = iota
+	// ProgressReconciling: the operator moves the config on without anyone acting.
+	ProgressReconciling
+	// ProgressStalled: the config stays where it is until someone acts.
+	ProgressStalled
+)
+
+// ProgressOf tells the progress of a phase under a spec.action; correcting is set when a
+// Drifted config re-applies its plan by itself (bypassOptimisticLock, not stopped).
+func ProgressOf(p Phase, action Action, correcting bool) Progress {
+	switch p {
+	case PhasePending, PhaseDrafting, PhaseInProgress:
+		return ProgressReconciling
+	case PhaseReviewRequired:
+		// Under DryRun the plan shown is what the spec asks for; under Apply it waits for an
+		// approval (a pin that does not match, a plan drafted by the operator, a conflict).
+		if action == ActionApply {
+			return ProgressStalled
+		}
+	case PhaseDrifted:
+		if correcting {
+			return ProgressReconciling
+		}
+		return ProgressStalled
+	case PhaseFailed, PhaseCompletedWithErrors, PhasePrerequisiteFailed:
+		return ProgressStalled
+	}
+	return ProgressSettled
 }
 
 // primaryCondition is the condition that carries the reason and message of a phase; Ready
@@ -78,14 +119,22 @@ func trueConditions(p Phase) map[string]bool {
 	return h
 }
 
-// SetConditions derives every condition from the phase and its reason and message: the
-// phase's own condition carries them, Ready summarizes.
-func (st *VirtPlatformConfigStatus) SetConditions(reason, message string) {
+// SetConditions derives every condition from the phase, its progress and its reason and
+// message: the phase's own condition carries them, Ready summarizes, and Reconciling or
+// Stalled (kstatus) repeat them when the progress says so.
+func (st *VirtPlatformConfigStatus) SetConditions(reason, message string, progress Progress) {
 	phase := st.Phase
 	if phase == "" {
 		return
 	}
 	isTrue := trueConditions(phase)
+	switch progress {
+	case ProgressReconciling:
+		isTrue[ConditionReconciling] = true
+	case ProgressStalled:
+		isTrue[ConditionStalled] = true
+	case ProgressSettled:
+	}
 	primary := primaryCondition(phase)
 	for _, t := range allConditionTypes {
 		c := metav1.Condition{
@@ -97,7 +146,11 @@ func (st *VirtPlatformConfigStatus) SetConditions(reason, message string) {
 		if isTrue[t] {
 			c.Status = metav1.ConditionTrue
 			c.Reason, c.Message = reason, message
-			if t != primary {
+			if c.Reason == "" {
+				c.Reason = string(phase)
+			}
+			// Reconciling and Stalled repeat the phase's reason: kstatus shows theirs.
+			if t != primary && t != ConditionReconciling && t != ConditionStalled {
 				c.Reason, c.Message = secondaryReason(phase, t), message
 			}
 		} else if t == ConditionReady {

@@ -242,6 +242,13 @@ const (
 	ConditionUpgradeAvailable   = "UpgradeAvailable"
 	ConditionReverted           = "Reverted"
 	ConditionReady              = "Ready"
+	// ConditionReconciling (kstatus) is True while the operator moves the config on by
+	// itself: drafting, executing, correcting drift.
+	ConditionReconciling = "Reconciling"
+	// ConditionStalled (kstatus) is True while the config cannot move on until someone acts:
+	// a plan waits for approval under action Apply, an item or the plan failed, a
+	// prerequisite is missing, or drift waits for an approved correction.
+	ConditionStalled = "Stalled"
 )
 
 // TargetReference identifies the object a plan item writes.
@@ -482,8 +489,11 @@ type VirtPlatformConfigStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// conditions: Drafting, ReviewRequired, InProgress, Completed, Drifted, Failed,
-	// PrerequisiteFailed, Ignored, UpgradeAvailable, and the Ready summary (True iff the
-	// plan is completed and the targets are in sync).
+	// PrerequisiteFailed, Ignored, UpgradeAvailable, Reverted, the Ready summary (True iff
+	// the plan is completed and the targets are in sync), and the kstatus pair read by Flux
+	// and other kstatus clients: Reconciling (True while the operator moves the config on by
+	// itself) and Stalled (True while it waits for someone: an approval under action Apply,
+	// a failure, a missing prerequisite, drift without an approved correction).
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -214,6 +214,7 @@ func (r *VirtPlatformConfigReconciler) settle(ctx context.Context, s *scope, dri
 		if aggressive && s.approval() != mismatched {
 			s.setPhase(advisorv1alpha1.PhaseDrifted, advisorv1alpha1.ReasonDriftDetected,
 				"drifted from the plan: "+strings.Join(drifted, "; ")+". Re-applying (bypassOptimisticLock)")
+			s.correcting = true
 			return r.correctDrift(ctx, s, drifted)
 		}
 		if s.approval() == approved {
@@ -329,6 +330,7 @@ func (r *VirtPlatformConfigReconciler) correctDrift(ctx context.Context, s *scop
 	}
 	s.setPhase(advisorv1alpha1.PhaseDrifted, advisorv1alpha1.ReasonDriftDetected,
 		"drifted from the plan: "+strings.Join(drifted, "; ")+". Re-applying (bypassOptimisticLock) once the rate limit allows")
+	s.correcting = true
 	return waitFor(v.Wait), nil
 }
 

@@ -32,7 +32,10 @@ type scope struct {
 
 	phaseSet        bool
 	reason, message string
-	startPhase      advisorv1alpha1.Phase
+	// correcting is set when the phase set is Drifted and the operator re-applies the plan
+	// by itself (bypassOptimisticLock): the config is Reconciling, not Stalled.
+	correcting bool
+	startPhase advisorv1alpha1.Phase
 	// startPools are the pools the rollouts named when the step started.
 	startPools  []string
 	transitions []transition
@@ -85,7 +88,7 @@ func (s *scope) setPhase(p advisorv1alpha1.Phase, reason, message string) {
 		s.endExecution(p)
 	}
 	s.vpc.Status.Phase = p
-	s.phaseSet, s.reason, s.message = true, reason, message
+	s.phaseSet, s.reason, s.message, s.correcting = true, reason, message, false
 	if from != p {
 		s.transitions = append(s.transitions, transition{from: from, to: p, reason: reason, message: message})
 	}

@@ -7,8 +7,10 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
 	"github.com/kubevirt/virt-advisor-operator/internal/metrics"
 )
 
@@ -57,11 +59,14 @@ func (r *VirtPlatformConfigReconciler) finishStatus(ctx context.Context, s *scop
 		vpc.Status.ObservedGeneration = vpc.Generation
 	}
 	s.settleHistory()
-	reason, message := s.reason, s.message
+	reason, message, correcting := s.reason, s.message, s.correcting
 	if !s.phaseSet {
+		// The phase did not move: it keeps what it shows, including whether it corrects.
 		reason, message = s.before.Status.ShownReason()
+		correcting = vpc.Status.Phase == advisorv1alpha1.PhaseDrifted &&
+			meta.IsStatusConditionTrue(s.before.Status.Conditions, advisorv1alpha1.ConditionReconciling)
 	}
-	vpc.Status.SetConditions(reason, message)
+	vpc.Status.SetConditions(reason, message, advisorv1alpha1.ProgressOf(vpc.Status.Phase, vpc.Spec.Action, correcting))
 	vpc.Status.Summarize()
 	if equality.Semantic.DeepEqual(s.before.Status, vpc.Status) {
 		return nil

@@ -28,7 +28,7 @@ func TestConfigReasonMetricIsTheReasonTheStatusShowsForThePhase(t *testing.T) {
 			Spec:       advisorv1alpha1.VirtPlatformConfigSpec{Profile: name},
 			Status:     advisorv1alpha1.VirtPlatformConfigStatus{Phase: p},
 		}
-		vpc.Status.SetConditions("ReasonOf"+string(p), "message")
+		vpc.Status.SetConditions("ReasonOf"+string(p), "message", advisorv1alpha1.ProgressOf(p, advisorv1alpha1.ActionApply, false))
 		want, _ := vpc.Status.ShownReason()
 		metrics.Observe(vpc)
 

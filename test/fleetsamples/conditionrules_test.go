@@ -1,6 +1,8 @@
 package fleetsamples
 
 import (
+	"os"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -9,6 +11,9 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/restmapper"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubevirt/virt-advisor-operator/internal/testenv"
 )
 
 // The OCM work agent evaluates the condition rules of the ManifestWorkReplicaSet sample on the
@@ -19,10 +24,26 @@ import (
 var _ = Describe("The CEL condition rules of the ManifestWorkReplicaSet sample", func() {
 	It("type-check against the VirtPlatformConfig schema the API server publishes", func() {
 		rules := conditionRules()
-		Expect(rules).To(HaveKey("Complete"))
+		Expect(rules).To(HaveKey("Completed"))
 		Expect(rules).To(HaveKey("Degraded"))
 		Expect(rules).To(HaveKey("Progressing"))
 		Expect(typeCheck(rules)).To(BeEmpty())
+	})
+
+	It("are the rules of config/health/ocm-condition-rules.yaml, which test/health evaluates in each phase", func() {
+		var shipped []map[string]any
+		raw, err := os.ReadFile(testenv.Path("config", "health", "ocm-condition-rules.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(yaml.Unmarshal(raw, &shipped)).To(Succeed())
+		Expect(shipped).To(HaveLen(1))
+		var sample any
+		for _, doc := range documents(readSample(ocmSample)) {
+			if doc["kind"] == "ManifestWorkReplicaSet" {
+				template := doc["spec"].(map[string]any)["manifestWorkTemplate"].(map[string]any)
+				sample = template["manifestConfigs"].([]any)[0].(map[string]any)["conditionRules"]
+			}
+		}
+		Expect(sample).To(Equal(shipped[0]["conditionRules"]))
 	})
 
 	It("fail the type check when a rule names a field the config does not have", func() {

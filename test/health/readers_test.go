@@ -53,6 +53,10 @@ func read(obj map[string]any) reading {
 	r.argo, r.argoMessage = argoHealth(obj)
 	completed, _ := ocmCondition(obj, "Completed")
 	degraded, msg := ocmCondition(obj, "Degraded")
+	// A Progressive rollout counts a cluster done when Progressing is False, failed when
+	// Progressing and Degraded are True: Progressing is the opposite of Completed.
+	progressing, _ := ocmCondition(obj, "Progressing")
+	Expect(progressing).NotTo(Equal(completed), "OCM Progressing and Completed on %v", obj["status"])
 	r.completed, r.degraded, r.ocmMessage = completed, degraded, msg
 	return r
 }

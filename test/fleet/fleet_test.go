@@ -20,6 +20,8 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+
+	"github.com/kubevirt/virt-advisor-operator/test/cluster"
 )
 
 const (
@@ -299,14 +301,14 @@ func TestFleet(t *testing.T) {
 }
 
 // dumpOnFailure prints the end of each manager's and pool simulator's log when t failed.
-func dumpOnFailure(t *testing.T, planes map[string]*controlPlane) {
+func dumpOnFailure(t *testing.T, planes map[string]*cluster.Plane) {
 	t.Cleanup(func() {
 		if !t.Failed() {
 			return
 		}
 		for name, cp := range planes {
-			if cp.manager != nil {
-				t.Logf("--- %s: manager log (last 30 lines)\n%s", name, cp.manager.LogTail(30))
+			if cp.Manager != nil {
+				t.Logf("--- %s: manager log (last 30 lines)\n%s", name, cp.Manager.LogTail(30))
 			}
 		}
 	})

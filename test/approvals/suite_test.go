@@ -15,30 +15,25 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
-	"github.com/kubevirt/virt-advisor-operator/internal/controller"
-	"github.com/kubevirt/virt-advisor-operator/internal/plan"
-	"github.com/kubevirt/virt-advisor-operator/internal/profiles"
 	"github.com/kubevirt/virt-advisor-operator/internal/profiles/loadaware"
 	"github.com/kubevirt/virt-advisor-operator/internal/testenv"
-	"github.com/kubevirt/virt-advisor-operator/internal/watches"
+	"github.com/kubevirt/virt-advisor-operator/test/cluster"
 )
 
 var (
-	ctx        context.Context
-	cancel     context.CancelFunc
-	env        *envtest.Environment
-	k8s        client.Client
-	kubeconfig string
+	// operatorDone receives what the operator's manager returned once it stopped.
+	operatorDone <-chan error
+	ctx          context.Context
+	cancel       context.CancelFunc
+	env          *envtest.Environment
+	k8s          client.Client
+	kubeconfig   string
 )
 
 func TestApprovals(t *testing.T) {
@@ -74,35 +69,17 @@ var _ = BeforeSuite(func() {
 		return out
 	}).Should(ContainSubstring(advisorv1alpha1.RequestedByAnnotation))
 
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 testenv.Scheme(),
-		Cache:                  watches.CacheOptions(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-	})
+	done, err := cluster.RunOperator(ctx, cfg, loadaware.New())
 	Expect(err).NotTo(HaveOccurred())
-	registry, err := profiles.NewRegistry(loadaware.New())
-	Expect(err).NotTo(HaveOccurred())
-	reconciler := &controller.VirtPlatformConfigReconciler{
-		Client:             mgr.GetClient(),
-		APIReader:          mgr.GetAPIReader(),
-		Profiles:           registry,
-		Engine:             &plan.Engine{Reader: mgr.GetAPIReader(), Writer: mgr.GetClient()},
-		Recorder:           mgr.GetEventRecorder("virt-advisor-operator"),
-		Version:            "v1.0.0-test",
-		HealthPollInterval: 200 * time.Millisecond,
-	}
-	Expect(reconciler.SetupWithManager(mgr)).To(Succeed())
-	go func() {
-		defer GinkgoRecover()
-		Expect(mgr.Start(ctx)).To(Succeed())
-	}()
+	operatorDone = done
 })
 
 var _ = AfterSuite(func() {
 	if cancel != nil {
 		cancel()
+	}
+	if operatorDone != nil {
+		Expect(<-operatorDone).To(Succeed())
 	}
 	if env != nil {
 		Expect(env.Stop()).To(Succeed())

@@ -134,6 +134,20 @@ func (s *scope) approveCommand() string {
 		s.vpc.Name, s.vpc.Status.PlanHash, dropContent)
 }
 
+// contentNotCovered says why spec.approvedContent, which names the plan's content, does not
+// approve it: the plan takes fields from other managers in a way an approval of content does
+// not cover. "" when it does, or when no content is pinned.
+func (s *scope) contentNotCovered() string {
+	spec, st := s.vpc.Spec, s.vpc.Status
+	if spec.Action != advisorv1alpha1.ActionApply || spec.ApprovedPlanHash != "" || spec.ApprovedContent == nil ||
+		spec.ApprovedContent.Hash != st.ContentHash || !contentConflicts(st.Items) {
+		return ""
+	}
+	return "spec.approvedContent approves this plan's content, but the plan takes over fields another manager owns " +
+		"with other values (status.items[].conflicts): that is this cluster's live state, which an approval of content " +
+		"does not cover. Review the conflicts, and approve this cluster's plan"
+}
+
 // contentConflicts tells whether the plan takes a field from another manager in a way an
 // approval of content does not cover: a field another profile of this operator owns (the
 // two would fight over it), or one any other manager owns where the item proposes

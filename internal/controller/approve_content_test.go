@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	advisorv1alpha1 "github.com/kubevirt/virt-advisor-operator/api/v1alpha1"
+	"github.com/kubevirt/virt-advisor-operator/internal/plan"
 )
 
 // contentPinned is a config whose spec pins the approval to the content of the plan in
@@ -56,5 +57,29 @@ func TestContentPinApprovesRedraftsButNotTheRetryOfAFailureNorADriftCorrection(t
 	vpc.Generation = 4
 	if got := s.approval(); got != approved {
 		t.Errorf("the retry after a spec change: approval %d, want approved", got)
+	}
+}
+
+func TestContentPinDoesNotTakeFieldsAnotherManagerOwns(t *testing.T) {
+	vpc := contentPinned()
+	vpc.Status.Items = []advisorv1alpha1.PlanItem{{
+		Name: "enable-load-aware-descheduling", State: advisorv1alpha1.ItemPending,
+		Conflicts: []advisorv1alpha1.FieldConflict{{Path: "spec.mode", Manager: "kubectl-client-side-apply"}},
+	}}
+	s := &scope{vpc: vpc}
+	if got := s.approval(); got != notApproved {
+		t.Fatalf("a plan with the pinned content that takes a field another manager owns: approval %d, want notApproved", got)
+	}
+	if why := s.contentNotCovered(); !strings.Contains(why, "which an approval of content does not cover") {
+		t.Errorf("the wait does not say why the content approval does not cover the plan: %q", why)
+	}
+	// A correction restores what an approved execution applied: the content covers it.
+	it := &vpc.Status.Items[0]
+	it.Applied = &advisorv1alpha1.AppliedRecord{DesiredHash: plan.ItemDesiredHash(*it)}
+	if got := s.approval(); got != approved {
+		t.Errorf("a correction with the pinned content: approval %d, want approved", got)
+	}
+	if why := s.contentNotCovered(); why != "" {
+		t.Errorf("a covered plan has a reason not to be covered: %q", why)
 	}
 }

@@ -285,6 +285,9 @@ func (r *VirtPlatformConfigReconciler) awaitDecision(s *scope) (outcome, error) 
 		return r.awaitMatchingPin(s, ""), nil
 	}
 	if s.newGeneration {
+		if why := s.contentNotCovered(); why != "" {
+			return r.awaitApproval(s, advisorv1alpha1.ReasonFieldConflicts, why), nil
+		}
 		// The spec changed without approving (the action is not Apply): say what approves.
 		return r.awaitApproval(s, advisorv1alpha1.ReasonAwaitingApproval, "review status.items[].diff"), nil
 	}

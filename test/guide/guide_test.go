@@ -80,6 +80,7 @@ var pageOrder = []string{
 	"troubleshooting.md",
 	"reboots.md",
 	"revert.md",
+	"fleet.md",
 	"console.md",
 	"uninstall.md",
 }
@@ -195,6 +196,10 @@ func TestGuide(t *testing.T) {
 	blocks, pagesRun, untestedRun := 0, 0, 0
 	for _, p := range pages {
 		ok := t.Run(strings.TrimSuffix(path.Base(p.name), ".md"), func(t *testing.T) {
+			if p.name == guidePage("fleet.md") {
+				// The fleet page's clusters run while it does.
+				cp.startFleet(t, managerBin)
+			}
 			pagesRun++
 			untestedRun += len(untestedBlocks[p.name])
 			blocks += cp.runBlocks(t, p)
@@ -225,6 +230,8 @@ func (cp *controlPlane) runBlocks(t *testing.T, p page) int {
 type controlPlane struct {
 	// env is what every block runs with.
 	env []string
+	// kubeconfig is the blocks' kubeconfig.
+	kubeconfig string
 	// managerLog is the operator's log file, poolSimLog the pool simulator's.
 	managerLog string
 	poolSimLog string
@@ -276,6 +283,7 @@ func startControlPlane(t *testing.T, managerBin string) *controlPlane {
 	}
 	cp := &controlPlane{
 		env:        blockEnv(kubeconfig, work),
+		kubeconfig: kubeconfig,
 		managerLog: filepath.Join(work, "manager.log"),
 		poolSimLog: filepath.Join(work, "poolsim.log"),
 	}
@@ -309,6 +317,43 @@ func startControlPlane(t *testing.T, managerBin string) *controlPlane {
 		}
 	})
 	return cp
+}
+
+// fleetClusters are the clusters of the fleet page, beside the guide's own: each a control
+// plane with the operator and the pool simulator (cluster.StartPlane), with a context of its
+// own in the blocks' kubeconfig.
+var fleetClusters = []string{"east", "west", "south"}
+
+// startFleet starts the fleet page's clusters, one after the other (API servers starting at
+// once on a busy machine miss their start timeout), and adds their contexts to the blocks'
+// kubeconfig; they stop when t ends.
+func (cp *controlPlane) startFleet(t *testing.T, managerBin string) {
+	t.Helper()
+	// The work directories are made first: they are removed after everything stopped.
+	works := make([]string, len(fleetClusters))
+	for i := range works {
+		works[i] = t.TempDir()
+	}
+	var planes []*cluster.Plane
+	t.Cleanup(func() {
+		for _, p := range planes {
+			if err := p.Stop(); err != nil {
+				t.Errorf("%v", err)
+			}
+		}
+	})
+	for i, name := range fleetClusters {
+		p, err := cluster.StartPlane(name, works[i], managerBin, cluster.PlaneOptions{
+			Workers: guideWorkers, RebootTime: guideRebootTime,
+		})
+		planes = append(planes, p)
+		if err != nil {
+			t.Fatalf("%v", err)
+		}
+	}
+	if err := cluster.AddContexts(cp.kubeconfig, planes...); err != nil {
+		t.Fatalf("%v", err)
+	}
 }
 
 // startPoolSimulator runs the pool simulator, which plays the Machine Config Operator and

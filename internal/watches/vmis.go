@@ -2,6 +2,7 @@ package watches
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"time"
@@ -50,7 +51,8 @@ func (e *VMsUnknownError) Error() string { return e.Reason }
 type vmiWatch struct {
 	cache cache.Cache
 	stop  context.CancelFunc
-	done  <-chan struct{}
+	// ctx ends when the informer stops.
+	ctx context.Context
 	// watched: its events reach the controller.
 	watched bool
 }
@@ -84,18 +86,28 @@ func (w *Watches) VMIs(ctx context.Context, reader client.Reader) ([]*vmforecast
 		}
 		return out, nil
 	}
-	c, err := w.vmiCache(ctx, reader)
+	vw, err := w.vmiCache(ctx, reader)
 	if err != nil {
 		return nil, err
 	}
+	c := vw.cache
 	ctx, cancel := context.WithTimeout(ctx, vmiSyncTimeout)
 	defer cancel()
-	if !c.WaitForCacheSync(ctx) {
-		return nil, fmt.Errorf("the VirtualMachineInstance informer did not start: %w", ctx.Err())
+	// An informer dropped while it starts (its kind went away) ends the wait at once.
+	defer context.AfterFunc(vw.ctx, cancel)()
+	var inf cache.Informer
+	if c.WaitForCacheSync(ctx) {
+		// The informer's first list: GetInformer returns once it synced.
+		inf, err = c.GetInformer(ctx, vmiObject())
+	} else if err = ctx.Err(); err == nil {
+		err = errors.New("its cache stopped")
 	}
-	inf, err := c.GetInformer(ctx, vmiObject())
-	if err != nil {
-		return nil, fmt.Errorf("read VirtualMachineInstances from their informer: %w", err)
+	switch {
+	case err != nil && vw.ctx.Err() != nil:
+		return nil, fmt.Errorf("the VirtualMachineInstance informer stopped before its first list (the kind is served no more, or changed): %w", err)
+	case err != nil:
+		w.dropVMIs(vw)
+		return nil, fmt.Errorf("the VirtualMachineInstance informer did not start: %w", err)
 	}
 	shared, ok := inf.(toolscache.SharedIndexInformer)
 	if !ok {
@@ -111,14 +123,14 @@ func (w *Watches) VMIs(ctx context.Context, reader client.Reader) ([]*vmforecast
 	return out, nil
 }
 
-// vmiCache is the informer's cache, started when the CRD is served and the instances are
+// vmiCache is the informer, started when the CRD is served and the instances are
 // readable.
-func (w *Watches) vmiCache(ctx context.Context, reader client.Reader) (cache.Cache, error) {
+func (w *Watches) vmiCache(ctx context.Context, reader client.Reader) (*vmiWatch, error) {
 	w.mu.Lock()
 	vw := w.vmis
 	w.mu.Unlock()
 	if vw != nil {
-		return vw.cache, nil
+		return vw, nil
 	}
 	crd := CRDMetadata()
 	if err := w.nodes.Get(ctx, client.ObjectKey{Name: targets.VirtualMachineInstance.CRD}, crd); err != nil {
@@ -136,25 +148,49 @@ func (w *Watches) vmiCache(ctx context.Context, reader client.Reader) (cache.Cac
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.vmis != nil {
-		return w.vmis.cache, nil
+		return w.vmis, nil
 	}
 	if w.ctx == nil {
 		return nil, fmt.Errorf("the VirtualMachineInstance informer cannot start before the manager")
 	}
+	cctx, stop := context.WithCancel(w.ctx)
+	vw = &vmiWatch{stop: stop, ctx: cctx}
 	c, err := cache.New(w.cfg, cache.Options{HTTPClient: w.httpClient, Scheme: w.scheme, Mapper: w.mapper,
-		DefaultTransform: vmiFacts})
+		DefaultTransform: vmiFacts,
+		DefaultWatchErrorHandler: func(ctx context.Context, r *toolscache.Reflector, err error) {
+			toolscache.DefaultWatchErrorHandler(ctx, r, err)
+			if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
+				// The CRD was deleted after the informer started (the API server may serve
+				// a kind a moment after its CRD is gone): it would list in vain forever.
+				w.dropVMIs(vw)
+			}
+		}})
 	if err != nil {
+		stop()
 		return nil, fmt.Errorf("start the VirtualMachineInstance informer: %w", err)
 	}
-	cctx, stop := context.WithCancel(w.ctx)
+	vw.cache = c
 	go func() {
 		if err := c.Start(cctx); err != nil {
 			w.log.Error(err, "VirtualMachineInstance informer stopped")
 		}
 	}()
-	w.vmis = &vmiWatch{cache: c, stop: stop, done: cctx.Done()}
+	w.vmis = vw
 	w.log.Info("reading VirtualMachineInstances for the VM forecast")
-	return c, nil
+	return vw, nil
+}
+
+// dropVMIs stops the informer vw, unless another has replaced it: the next forecast
+// checks again whether the kind is served.
+func (w *Watches) dropVMIs(vw *vmiWatch) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.vmis != vw {
+		return
+	}
+	w.vmis.stop()
+	w.vmis = nil
+	w.log.Info("stopped reading VirtualMachineInstances: they could not be listed")
 }
 
 // vmisUnreadable says why the instances cannot be listed.
@@ -177,7 +213,7 @@ func (w *Watches) watchVMIsLocked() {
 	}
 	keyOf := func(named) []plan.TargetKey { return []plan.TargetKey{VMIsKey} }
 	src := w.source(w.vmis.cache, vmiObject(), keyOf, vmiChanged)
-	src.stopped = w.vmis.done
+	src.stopped = w.vmis.ctx.Done()
 	if err := w.ctrl.Watch(src); err != nil {
 		w.log.Error(err, "cannot watch the VirtualMachineInstances")
 		return

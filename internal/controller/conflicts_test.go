@@ -73,7 +73,7 @@ var _ = Describe("Conflicts with other field managers", func() {
 		Expect(it.Conflicts).To(ContainElement(And(
 			HaveField("Path", "spec.deschedulingIntervalSeconds"), HaveField("Manager", "argocd"),
 			HaveField("LiveValue", "1800"), HaveField("PlannedValue", "60"))))
-		Expect(eventNotes(advisorv1alpha1.EventFieldConflict)).To(ContainElement(And(
+		Eventually(func() []string { return eventNotes(advisorv1alpha1.EventFieldConflict) }).Should(ContainElement(And(
 			ContainSubstring("spec.deschedulingIntervalSeconds"), ContainSubstring(`"argocd"`), ContainSubstring("1800"))))
 
 		By("nothing is taken before the approval, and no request was refused")

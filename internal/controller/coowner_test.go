@@ -191,7 +191,7 @@ var _ = Describe("A plan whose target another profile co-owns, under the optimis
 		patchSpec(`{"action":"Apply"}`)
 		Eventually(func() string { return conditionReason(getConfig(), advisorv1alpha1.ConditionReviewRequired) }).
 			Should(Equal(advisorv1alpha1.ReasonPlanStale))
-		Expect(eventNotes(advisorv1alpha1.ReasonPlanStale)).To(ContainElement(ContainSubstring(loadaware.ItemDescheduler)))
+		Eventually(func() []string { return eventNotes(advisorv1alpha1.ReasonPlanStale) }).Should(ContainElement(ContainSubstring(loadaware.ItemDescheduler)))
 		stale := waitPhase(advisorv1alpha1.PhaseReviewRequired)
 		Expect(item(stale, loadaware.ItemDescheduler).Diff).To(ContainSubstring("-  deschedulingIntervalSeconds: 120"))
 		Consistently(deschedulerInterval).Should(BeEquivalentTo(120), "nothing is applied before a review of the change")

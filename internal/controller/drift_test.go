@@ -37,7 +37,7 @@ var _ = Describe("Watching a completed plan", func() {
 		Expect(it.Diff).To(And(ContainSubstring("-  deschedulingIntervalSeconds: 999"), ContainSubstring("+  deschedulingIntervalSeconds: 60")))
 		Expect(item(drifted, loadaware.ItemPSI).State).To(Equal(advisorv1alpha1.ItemCompleted))
 		Expect(drifted.Status.ItemsSummary).To(Equal("1/2"))
-		Expect(eventReasons()).To(ContainElement("Drifted"))
+		Eventually(eventReasons).Should(ContainElement("Drifted"))
 		Expect(metricValue("virt_advisor_drift_detected_total", nil)).To(Equal(driftsBefore + 1))
 		Consistently(deschedulerInterval).Should(BeEquivalentTo(999), "without bypassOptimisticLock drift is shown, not corrected")
 
@@ -128,7 +128,7 @@ var _ = Describe("Watching a completed plan", func() {
 		Eventually(func() string { return conditionReason(getConfig(), "Drifted") }).Should(Equal("Thrashing"))
 		thrashing := waitPhase(advisorv1alpha1.PhaseDrifted)
 		expectConditions(thrashing, "Drifted")
-		Expect(eventReasons()).To(ContainElements("Throttled", "Thrashing"))
+		Eventually(eventReasons).Should(ContainElements("Throttled", "Thrashing"))
 		Expect(deschedulerInterval()).To(BeEquivalentTo(1005))
 
 		By("the config stops correcting, even when the bucket refills")
@@ -171,6 +171,6 @@ var _ = Describe("Watching a completed plan", func() {
 		patchSpec(`{"action":"DryRun"}`)
 		resumed := waitPhase(advisorv1alpha1.PhaseReviewRequired)
 		Expect(item(resumed, loadaware.ItemDescheduler).Diff).To(ContainSubstring("-  deschedulingIntervalSeconds: 1234"))
-		Expect(eventReasons()).To(ContainElements("Ignored", "Pending"))
+		Eventually(eventReasons).Should(ContainElements("Ignored", "Pending"))
 	})
 })

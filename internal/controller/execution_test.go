@@ -34,7 +34,7 @@ var _ = Describe("Executing a plan", func() {
 		Expect(item(failed, loadaware.ItemPSI).State).To(Equal(advisorv1alpha1.ItemPending))
 		Consistently(func() *unstructured.Unstructured { return read(mcGVK, psiKey) }).Should(BeNil(),
 			"the item after a failed one must not run under Abort")
-		Expect(eventReasons()).To(ContainElements("ItemFailed", "Failed"))
+		Eventually(eventReasons).Should(ContainElements("ItemFailed", "Failed"))
 		Expect(failed.Status.ItemsSummary).To(Equal("0/2"))
 	})
 

@@ -6,6 +6,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -75,7 +76,7 @@ var _ = Describe("Approvals that lapse", func() {
 			ContainSubstring("the approval of plan "+approved.Status.PlanHash+" lapsed"), ContainSubstring("observed 1h15m"),
 			ContainSubstring("allows 1h0m0s"), ContainSubstring(advisorv1alpha1.ReasonAwaitingMaintenanceWindow),
 			HaveSuffix(vpc.Status.Approval.Command)))
-		Expect(eventsOf(vpc)).To(ContainElement(And(
+		Eventually(func() []eventsv1.Event { return eventsOf(vpc) }).Should(ContainElement(And(
 			HaveField("Reason", advisorv1alpha1.ReasonApprovalExpired), HaveField("Type", "Warning"), HaveField("Note", message))))
 		Expect(read(mcGVK, types.NamespacedName{Name: probeMachineConfig})).To(BeNil(), "nothing was applied")
 		Expect(vpc.Status.History).To(BeEmpty(), "an execution that applied nothing is none")

@@ -32,7 +32,7 @@ var _ = Describe("Objects a plan is rendered from", func() {
 		Expect(item(vpc, loadaware.ItemDescheduler).Diff).To(MatchRegexp(`(?m)^-\s+total: 5$`))
 		Expect(item(vpc, loadaware.ItemDescheduler).Diff).To(MatchRegexp(`(?m)^\+\s+total: 9$`))
 		Expect(vpc.Status.Approval.Required).To(BeTrue())
-		Expect(eventNotes(string(advisorv1alpha1.PhaseReviewRequired))).To(ContainElement(ContainSubstring("(InputDependencyDrift)")),
+		Eventually(func() []string { return eventNotes(string(advisorv1alpha1.PhaseReviewRequired)) }).Should(ContainElement(ContainSubstring("(InputDependencyDrift)")),
 			"the transition is an Event that names the reason")
 
 		By("reverting the input")

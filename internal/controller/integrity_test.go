@@ -112,7 +112,7 @@ var _ = Describe("What is applied is what was approved", func() {
 		args, _, _ := unstructured.NestedStringSlice(mc.Object, "spec", "kernelArguments")
 		Expect(args).To(ContainElement("psi=1"))
 		Expect(managedByOperator(mc)).To(BeFalse(), "the profile's fields are handed back: %s", describeManagers(mc))
-		Expect(eventReasons()).To(ContainElement(advisorv1alpha1.EventItemReleased))
+		Eventually(eventReasons).Should(ContainElement(advisorv1alpha1.EventItemReleased))
 
 		By("a released target is no longer watched for drift")
 		kubectl("patch", "machineconfig", loadaware.PSIMachineConfigName, "--type=merge", "-p", `{"spec":{"kernelArguments":["psi=0"]}}`)

@@ -30,7 +30,7 @@ var _ = Describe("Prerequisites", func() {
 		Expect(missing.Status.Conditions).To(ContainElement(HaveField("Message", And(
 			ContainSubstring(loadaware.DeschedulerCRD), ContainSubstring("install the Kube Descheduler Operator")))))
 		Expect(missing.Status.Items).To(BeEmpty())
-		Expect(eventReasons()).To(ContainElement("PrerequisiteFailed"))
+		Eventually(eventReasons).Should(ContainElement("PrerequisiteFailed"))
 
 		By("installing the operator's CRD: the approved plan proceeds, and creates the KubeDescheduler")
 		// No KubeDescheduler is created with the CRD: the operator drafts as soon as the CRD

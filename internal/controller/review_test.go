@@ -131,7 +131,7 @@ var _ = Describe("Drafting and reviewing a plan", func() {
 		rolloutPool()
 		vpc := waitPhase(advisorv1alpha1.PhaseCompleted)
 		Expect(vpc.Status.ItemsSummary).To(Equal("2/2"))
-		Expect(eventReasons()).To(ContainElements("Drafting", "InProgress", "Completed"))
+		Eventually(eventReasons).Should(ContainElements("Drafting", "InProgress", "Completed"))
 		Expect(eventReasons()).NotTo(ContainElement("ReviewRequired"))
 	})
 
@@ -155,7 +155,7 @@ var _ = Describe("Drafting and reviewing a plan", func() {
 		expectConditions(mismatch, "ReviewRequired")
 		Expect(mismatch.Status.Conditions).To(ContainElement(HaveField("Message", And(
 			ContainSubstring(other), ContainSubstring(vpc.Status.PlanHash)))))
-		Expect(eventReasons()).To(ContainElement("ApprovalMismatch"))
+		Eventually(eventReasons).Should(ContainElement("ApprovalMismatch"))
 		Consistently(func() bool { return managedByOperator(descheduler()) }).Should(BeFalse())
 		Expect(read(mcGVK, psiKey)).To(BeNil())
 

@@ -40,7 +40,7 @@ var _ = Describe("Targets whose kind goes away", func() {
 		Eventually(func() string { return conditionReason(getConfig(), advisorv1alpha1.ConditionPrerequisiteFailed) }).
 			Should(Equal(advisorv1alpha1.ReasonTargetUnavailable))
 		Expect(getConfig().Status.Conditions).To(ContainElement(HaveField("Message", ContainSubstring("reinstall the Kube Descheduler Operator"))))
-		Expect(eventReasons()).To(ContainElement(advisorv1alpha1.ReasonTargetUnavailable))
+		Eventually(eventReasons).Should(ContainElement(advisorv1alpha1.ReasonTargetUnavailable))
 		Expect(getConfig().Status.Items).To(HaveLen(2), "the applied plan is kept")
 
 		By("the operator is back, the target as it was: Completed again, no write to any target")

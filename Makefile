@@ -51,40 +51,30 @@ verify: manifests generate build-installer ## Fail if generated files (CRD, RBAC
 		if [ -n "$$long" ]; then echo "production files over 450 lines (split them along what the code is about):"; echo "$$long"; exit 1; fi
 
 .PHONY: test
-test: verify vet lint test-alerts envtest test-controller ## Run everything CI runs: verify, vet, lint, alert rules, the controller suite, then the other unit + envtest suites beside e2e, the console plugin (Jest, tsc, Chromium), install, the fault tests, the fleet test and the user guide; then the demo.
-	$(MAKE) --no-print-directory test-suites PACKAGES_LANE=true
-	$(MAKE) --no-print-directory demo-check
+test: verify vet lint test-alerts envtest test-unit test-suites demo-check ## Run everything CI runs: verify, vet, lint, alert rules, unit + envtest suites, e2e, the console plugin (Jest, tsc, Chromium), install, the fault tests, the fleet test, the user guide, and the demo.
 
 # The suites that run the manager binary mostly wait for it and for the pool simulator: they
 # run in three lanes side by side, each on control planes of its own: e2e in one, the console
 # plugin's tests (npm ci when needed, Jest, tsc, the build, the browser test), then the fault
-# suite, then the fleet suite in another, install, then the guide in the third. With
-# PACKAGES_LANE=true (make test), the packages of test-packages run in a fourth lane. The
-# output of the other lanes follows the third's.
-PACKAGES_LANE ?=
+# suite, then the fleet suite in another, install, then the guide in the third. The output
+# of the first two follows the third's.
 .PHONY: test-suites
 test-suites: envtest helm build build-installer chromium ## Run three lanes side by side: the e2e suite; the console plugin's tests, then the fault suite, then the fleet suite; the install suite, then the guide.
 	@mkdir -p bin/suite-logs; \
 	( $(E2E_TEST) ) > bin/suite-logs/e2e.log 2>&1 & e2e=$$!; \
 	( $(MAKE) --no-print-directory console-deps && $(CONSOLE_TEST) && $(FAULTS_TEST) && $(FLEET_TEST) ) > bin/suite-logs/console.log 2>&1 & console=$$!; \
-	( if [ "$(PACKAGES_LANE)" = true ]; then $(PACKAGES_TEST); fi ) > bin/suite-logs/packages.log 2>&1 & pkgs=$$!; \
 	rest=0; ( $(INSTALL_TEST) ) && ( $(GUIDE_TEST) ) || rest=$$?; \
 	e2e_rc=0; wait $$e2e || e2e_rc=$$?; \
 	console_rc=0; wait $$console || console_rc=$$?; \
-	pkgs_rc=0; wait $$pkgs || pkgs_rc=$$?; \
 	echo "=== test-e2e (ran beside the other suites) ==="; cat bin/suite-logs/e2e.log; \
 	echo "=== test-console, then test-faults, then test-fleet (ran beside the other suites) ==="; cat bin/suite-logs/console.log; \
-	if [ "$(PACKAGES_LANE)" = true ]; then echo "=== test-packages (ran beside the other suites) ==="; cat bin/suite-logs/packages.log; fi; \
 	if [ $$e2e_rc -ne 0 ]; then echo "test-e2e failed (exit $$e2e_rc)"; fi; \
 	if [ $$console_rc -ne 0 ]; then echo "test-console, test-faults or test-fleet failed (exit $$console_rc)"; fi; \
-	if [ $$pkgs_rc -ne 0 ]; then echo "test-packages failed (exit $$pkgs_rc)"; fi; \
 	if [ $$rest -ne 0 ]; then echo "test-install or test-guide failed (exit $$rest)"; fi; \
-	[ $$e2e_rc -eq 0 ] && [ $$console_rc -eq 0 ] && [ $$pkgs_rc -eq 0 ] && [ $$rest -eq 0 ]
+	[ $$e2e_rc -eq 0 ] && [ $$console_rc -eq 0 ] && [ $$rest -eq 0 ]
 
 # The controller suite mostly waits for its control plane: Ginkgo runs its specs in two
-# processes, each with a control plane of its own. test-unit runs it beside the other
-# packages; make test runs it alone first, and the other packages beside the suites, whose
-# lanes leave the machine idle part of the time.
+# processes, each with a control plane of its own, beside the other packages.
 .PHONY: test-unit
 test-unit: envtest ginkgo ## Run the unit and envtest suites (real kube-apiserver + etcd); the controller suite in two processes, beside the other packages.
 	@mkdir -p bin/suite-logs; \
